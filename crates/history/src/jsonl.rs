@@ -1,0 +1,208 @@
+//! krait's native format: JSON Lines, one transaction per line (see `docs/history-format.md`).
+//!
+//! ```text
+//! {"session":"c1","txn":1,"status":"committed","start":10,"commit":20,"ops":[["w","x",1],["r","y",null]]}
+//! ```
+//! A session's transactions appear in session order; sessions may interleave.
+
+use crate::error::{InputError, Location, Warning};
+use crate::model::{History, HistoryBuilder, KeyId, OpKind, TxnStatus, NATIVE_FENCE_KEY, NO_TIME};
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Name<'a> {
+    Str(#[serde(borrow)] Cow<'a, str>),
+    Int(i64),
+}
+
+impl Name<'_> {
+    fn to_key(&self) -> Cow<'_, str> {
+        match self {
+            Name::Str(s) => Cow::Borrowed(s.as_ref()),
+            Name::Int(i) => Cow::Owned(i.to_string()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LineIn<'a> {
+    #[serde(borrow)]
+    session: Name<'a>,
+    txn: u64,
+    #[serde(default, borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(default)]
+    start: Option<u64>,
+    #[serde(default)]
+    commit: Option<u64>,
+    #[serde(borrow)]
+    ops: Vec<(Cow<'a, str>, Name<'a>, Option<u64>)>,
+}
+
+struct Pending {
+    line: u64,
+    ext: u64,
+    status: TxnStatus,
+    start: u64,
+    commit: u64,
+    ops: Vec<(OpKind, KeyId, u64)>,
+}
+
+pub struct Loaded {
+    pub history: History,
+    pub warnings: Vec<Warning>,
+}
+
+pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
+    let f = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
+    read(std::io::BufReader::with_capacity(1 << 20, f), path)
+}
+
+pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
+    let mut b = HistoryBuilder::new();
+    let mut sessions: Vec<(String, Vec<Pending>)> = Vec::new();
+    let mut session_index: HashMap<String, usize> = HashMap::new();
+    let mut buf = String::new();
+    let mut line_no = 0u64;
+    let mut fence: Option<KeyId> = None;
+    loop {
+        buf.clear();
+        let n = input.read_line(&mut buf).map_err(|e| {
+            InputError::new(path, Location::Line(line_no + 1), format!("cannot read: {e}"))
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let text = buf.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let at = Location::Line(line_no);
+        let l: LineIn = serde_json::from_str(text).map_err(|e| {
+            InputError::new(path, at, format!("not a transaction record: {e}"))
+        })?;
+        let status = match l.status.as_deref() {
+            None | Some("committed") | Some("ok") => TxnStatus::Committed,
+            Some("aborted") | Some("fail") => TxnStatus::Aborted,
+            Some("unknown") | Some("info") => TxnStatus::Unknown,
+            Some(other) => {
+                return Err(InputError::new(
+                    path,
+                    at,
+                    format!("bad status {other:?}; expected committed, aborted or unknown"),
+                ))
+            }
+        };
+        let mut ops = Vec::with_capacity(l.ops.len());
+        for (i, (kind, key, value)) in l.ops.iter().enumerate() {
+            let k = b.key(&key.to_key());
+            if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
+                fence = Some(k);
+                b.set_fence_key(k);
+            }
+            let op = match (kind.as_ref(), value) {
+                ("w", Some(v)) => (OpKind::Write, k, *v),
+                ("w", None) => {
+                    return Err(InputError::new(path, at, format!("op {i}: a write needs a value")));
+                }
+                ("r", Some(v)) => (OpKind::Read, k, *v),
+                ("r", None) => (OpKind::ReadInit, k, 0),
+                (other, _) => {
+                    return Err(InputError::new(path, at, format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\"")));
+                }
+            };
+            ops.push(op);
+        }
+        let sname = l.session.to_key().into_owned();
+        let si = *session_index.entry(sname.clone()).or_insert_with(|| {
+            sessions.push((sname, Vec::new()));
+            sessions.len() - 1
+        });
+        if let (Some(s), Some(c)) = (l.start, l.commit) {
+            if c < s {
+                return Err(InputError::new(path, at, format!("commit time {c} is before start time {s}")));
+            }
+        }
+        sessions[si].1.push(Pending {
+            line: line_no,
+            ext: l.txn,
+            status,
+            start: l.start.unwrap_or(NO_TIME),
+            commit: l.commit.unwrap_or(NO_TIME),
+            ops,
+        });
+    }
+    let mut first_line: HashMap<u64, u64> = HashMap::new();
+    for (name, txns) in sessions {
+        b.begin_session(name);
+        for p in txns {
+            for &(kind, k, v) in &p.ops {
+                if b.op(kind, k, v).is_err() {
+                    return Err(InputError::new(
+                        path,
+                        Location::Line(p.line),
+                        format!("key {:?} is written with value {v} more than once (written values must be unique per key)", b.h.keys[k as usize]),
+                    ));
+                }
+            }
+            if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
+                let first = first_line.get(&p.ext).copied().unwrap_or(0);
+                return Err(InputError::new(
+                    path,
+                    Location::Line(p.line),
+                    format!("transaction id {} is used twice (first on line {first})", p.ext),
+                ));
+            }
+            first_line.insert(p.ext, p.line);
+        }
+    }
+    Ok(Loaded { history: b.finish(), warnings: Vec::new() })
+}
+
+/// Writes `h` in the native format, sessions one after another.
+pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
+    let mut line = String::with_capacity(256);
+    for s in 0..h.num_sessions() {
+        let sname = serde_json::to_string(&h.session_names[s]).unwrap();
+        for t in h.session_range(s) {
+            let ti = t as usize;
+            line.clear();
+            use std::fmt::Write as _;
+            let _ = write!(line, "{{\"session\":{sname},\"txn\":{},\"status\":\"{}\"", h.txn_ext[ti], h.txn_status[ti].as_str());
+            if h.txn_start[ti] != NO_TIME {
+                let _ = write!(line, ",\"start\":{}", h.txn_start[ti]);
+            }
+            if h.txn_commit[ti] != NO_TIME {
+                let _ = write!(line, ",\"commit\":{}", h.txn_commit[ti]);
+            }
+            line.push_str(",\"ops\":[");
+            for (i, o) in h.ops(t).enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                let key = serde_json::to_string(&h.keys[h.op_key[o] as usize]).unwrap();
+                let _ = match h.op_kind[o] {
+                    OpKind::Write => write!(line, "[\"w\",{key},{}]", h.op_value[o]),
+                    OpKind::Read => write!(line, "[\"r\",{key},{}]", h.op_value[o]),
+                    OpKind::ReadInit => write!(line, "[\"r\",{key},null]"),
+                };
+            }
+            line.push_str("]}\n");
+            out.write_all(line.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+pub fn write_file(h: &History, path: &Path) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write(h, &mut out)?;
+    out.flush()
+}

@@ -1,0 +1,113 @@
+//! krait-history: the history model every checker uses, and its formats.
+//!
+//! Inputs: Cobra binary log directories (`T*.log`) and krait's native JSON Lines.
+//! Outputs: a compact [`History`] (struct of arrays, dense ids), the resolution of each read to
+//! the write it observed ([`resolve`]), and writers for both formats.
+
+pub mod cobra;
+pub mod error;
+pub mod fxhash;
+pub mod jsonl;
+pub mod model;
+pub mod resolve;
+pub mod xxh64;
+
+pub use error::{InputError, Location, Warning};
+pub use model::*;
+pub use resolve::{resolve, ReadProblem, Resolution, FROM_INIT, FROM_NOBODY};
+
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Cobra,
+    Jsonl,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cobra" => Ok(Format::Cobra),
+            "jsonl" | "native" => Ok(Format::Jsonl),
+            _ => Err(format!("unknown format {s:?}; expected cobra or jsonl")),
+        }
+    }
+}
+
+/// Picks the format from the path: a directory of `T*.log` is Cobra, anything else JSON Lines.
+pub fn detect(path: &Path) -> Result<Format, InputError> {
+    if path.is_dir() {
+        if cobra::is_cobra_dir(path) {
+            return Ok(Format::Cobra);
+        }
+        return Err(InputError::new(path, Location::Nowhere, "a directory, but it holds no T<n>.log session files"));
+    }
+    if !path.exists() {
+        return Err(InputError::new(path, Location::Nowhere, "no such file or directory"));
+    }
+    Ok(Format::Jsonl)
+}
+
+pub struct Loaded {
+    pub history: History,
+    pub warnings: Vec<Warning>,
+    pub format: Format,
+}
+
+pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
+    let format = match format {
+        Some(f) => f,
+        None => detect(path)?,
+    };
+    match format {
+        Format::Cobra => {
+            let l = cobra::read_dir(path, cobra::CobraOptions::default())?;
+            Ok(Loaded { history: l.history, warnings: l.warnings, format })
+        }
+        Format::Jsonl => {
+            let l = jsonl::read_file(path)?;
+            Ok(Loaded { history: l.history, warnings: l.warnings, format })
+        }
+    }
+}
+
+/// Counts for `krait stats` and the summary line.
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct Summary {
+    pub sessions: usize,
+    pub txns: usize,
+    pub committed: usize,
+    pub aborted: usize,
+    pub unknown: usize,
+    pub reads: usize,
+    pub writes: usize,
+    pub keys: usize,
+    pub initial_reads: usize,
+    pub fences: usize,
+    pub timestamps: bool,
+}
+
+pub fn summarize(h: &History) -> Summary {
+    let mut s = Summary { sessions: h.num_sessions(), txns: h.num_txns(), keys: h.num_keys(), ..Default::default() };
+    for st in &h.txn_status {
+        match st {
+            TxnStatus::Committed => s.committed += 1,
+            TxnStatus::Aborted => s.aborted += 1,
+            TxnStatus::Unknown => s.unknown += 1,
+        }
+    }
+    for k in &h.op_kind {
+        match k {
+            OpKind::Write => s.writes += 1,
+            OpKind::Read => s.reads += 1,
+            OpKind::ReadInit => {
+                s.reads += 1;
+                s.initial_reads += 1
+            }
+        }
+    }
+    s.fences = (0..h.num_txns() as TxnId).filter(|&t| h.is_fence(t)).count();
+    s.timestamps = h.has_timestamps();
+    s
+}

@@ -1,0 +1,275 @@
+//! krait-solver: SAT modulo graph acyclicity.
+//!
+//! Input: a [`Problem`] — graph nodes, edges that are always present, Boolean variables, edges
+//! that are present exactly when a literal is true, and clauses. Output: an [`Outcome`] — SAT with
+//! a model and a topological order of the resulting graph (a serial order), UNSAT with a core
+//! (a set of variables whose edges alone, with the known edges, already admit no acyclic choice),
+//! or Unknown when the budget ran out.
+//!
+//! Two engines implement [`Engine`]: [`Cdcl`], a conflict-driven clause-learning solver whose
+//! acyclicity theory keeps an incremental topological order (Pearce–Kelly), and [`BruteForce`],
+//! which enumerates assignments and serves as the oracle in tests. Nothing here knows about
+//! histories.
+
+mod brute;
+mod cdcl;
+mod heap;
+mod theory;
+
+pub use brute::BruteForce;
+pub use cdcl::{Cdcl, CdclOptions};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub type Node = u32;
+
+/// A variable, numbered from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(pub u32);
+
+/// A literal: a variable or its negation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Lit(u32);
+
+impl Lit {
+    pub fn pos(v: Var) -> Lit {
+        Lit(v.0 << 1)
+    }
+    pub fn neg(v: Var) -> Lit {
+        Lit((v.0 << 1) | 1)
+    }
+    pub fn new(v: Var, positive: bool) -> Lit {
+        if positive {
+            Lit::pos(v)
+        } else {
+            Lit::neg(v)
+        }
+    }
+    pub fn var(self) -> Var {
+        Var(self.0 >> 1)
+    }
+    pub fn is_pos(self) -> bool {
+        self.0 & 1 == 0
+    }
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+    pub fn from_index(i: usize) -> Lit {
+        Lit(i as u32)
+    }
+}
+
+impl std::ops::Not for Lit {
+    type Output = Lit;
+    fn not(self) -> Lit {
+        Lit(self.0 ^ 1)
+    }
+}
+
+/// An instance. Nodes are `0..num_nodes`.
+#[derive(Clone, Debug, Default)]
+pub struct Problem {
+    pub num_nodes: u32,
+    pub num_vars: u32,
+    /// Edges present in every solution.
+    pub known_edges: Vec<(Node, Node)>,
+    /// `(l, u, v)`: the edge u→v is present when `l` is true.
+    pub lit_edges: Vec<(Lit, Node, Node)>,
+    pub clauses: Vec<Vec<Lit>>,
+}
+
+impl Problem {
+    pub fn new(num_nodes: u32) -> Self {
+        Problem { num_nodes, ..Default::default() }
+    }
+    pub fn new_var(&mut self) -> Var {
+        self.num_vars += 1;
+        Var(self.num_vars - 1)
+    }
+    /// An either/or constraint: exactly one of the two edge sets is present.
+    pub fn add_choice(&mut self, first: &[(Node, Node)], second: &[(Node, Node)]) -> Var {
+        let v = self.new_var();
+        for &(a, b) in first {
+            self.lit_edges.push((Lit::pos(v), a, b));
+        }
+        for &(a, b) in second {
+            self.lit_edges.push((Lit::neg(v), a, b));
+        }
+        v
+    }
+
+    /// The same problem restricted to `vars`: other variables lose their edges and the clauses
+    /// that mention them. UNSAT of the restriction implies UNSAT of the whole.
+    pub fn restrict(&self, vars: &[Var]) -> Problem {
+        let mut keep = vec![false; self.num_vars as usize];
+        for v in vars {
+            keep[v.0 as usize] = true;
+        }
+        Problem {
+            num_nodes: self.num_nodes,
+            num_vars: self.num_vars,
+            known_edges: self.known_edges.clone(),
+            lit_edges: self.lit_edges.iter().copied().filter(|(l, _, _)| keep[l.var().0 as usize]).collect(),
+            clauses: self
+                .clauses
+                .iter()
+                .filter(|c| c.iter().all(|l| keep[l.var().0 as usize]))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Whether `model` satisfies every clause and leaves the graph acyclic (for checking answers).
+    pub fn check_model(&self, model: &[bool]) -> bool {
+        let val = |l: Lit| model[l.var().0 as usize] == l.is_pos();
+        if !self.clauses.iter().all(|c| c.iter().any(|&l| val(l))) {
+            return false;
+        }
+        let edges = self
+            .known_edges
+            .iter()
+            .copied()
+            .chain(self.lit_edges.iter().filter(|(l, _, _)| val(*l)).map(|&(_, u, v)| (u, v)));
+        topo_order(self.num_nodes, edges).is_some()
+    }
+}
+
+/// Kahn's algorithm; None if the graph has a cycle.
+pub fn topo_order(n: u32, edges: impl Iterator<Item = (Node, Node)>) -> Option<Vec<Node>> {
+    let n = n as usize;
+    let mut adj: Vec<Vec<Node>> = vec![Vec::new(); n];
+    let mut indeg = vec![0u32; n];
+    for (u, v) in edges {
+        adj[u as usize].push(v);
+        indeg[v as usize] += 1;
+    }
+    let mut stack: Vec<Node> = (0..n as Node).filter(|&x| indeg[x as usize] == 0).collect();
+    stack.reverse();
+    let mut order = Vec::with_capacity(n);
+    while let Some(x) = stack.pop() {
+        order.push(x);
+        for &y in &adj[x as usize] {
+            indeg[y as usize] -= 1;
+            if indeg[y as usize] == 0 {
+                stack.push(y);
+            }
+        }
+    }
+    (order.len() == n).then_some(order)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Sat {
+        model: Vec<bool>,
+        /// Every node, in an order consistent with all present edges.
+        order: Vec<Node>,
+    },
+    Unsat {
+        /// Variables whose edges (with the known edges) already make the problem UNSAT. Empty
+        /// when the known edges alone have a cycle.
+        core: Vec<Var>,
+    },
+    Unknown(StopReason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    Conflicts,
+    Time,
+    Interrupted,
+}
+
+/// Limits on one solve. Cloning shares the interrupt flag.
+#[derive(Clone, Debug, Default)]
+pub struct Budget {
+    pub max_conflicts: Option<u64>,
+    pub deadline: Option<Instant>,
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl Budget {
+    pub fn unlimited() -> Self {
+        Budget::default()
+    }
+    pub fn with_timeout(mut self, d: Duration) -> Self {
+        self.deadline = Some(Instant::now() + d);
+        self
+    }
+    pub fn with_conflicts(mut self, n: u64) -> Self {
+        self.max_conflicts = Some(n);
+        self
+    }
+    /// A flag another thread may set to stop the solve.
+    pub fn interrupt_flag(&mut self) -> Arc<AtomicBool> {
+        self.interrupt.get_or_insert_with(|| Arc::new(AtomicBool::new(false))).clone()
+    }
+    pub(crate) fn exceeded(&self, conflicts: u64) -> Option<StopReason> {
+        if self.max_conflicts.is_some_and(|m| conflicts >= m) {
+            return Some(StopReason::Conflicts);
+        }
+        if self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return Some(StopReason::Interrupted);
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Some(StopReason::Time);
+        }
+        None
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub decisions: u64,
+    pub conflicts: u64,
+    pub propagations: u64,
+    pub theory_propagations: u64,
+    pub theory_conflicts: u64,
+    pub reorders: u64,
+    pub restarts: u64,
+    pub learnt_clauses: u64,
+}
+
+pub trait Engine {
+    fn name(&self) -> &'static str;
+    fn solve(&mut self, p: &Problem, budget: &Budget) -> Outcome;
+    fn stats(&self) -> Stats {
+        Stats::default()
+    }
+}
+
+/// Re-solves `candidate` alone; Some(candidate) if that is UNSAT.
+pub fn confirm_core(p: &Problem, candidate: Vec<Var>) -> Option<Vec<Var>> {
+    let sub = p.restrict(&candidate);
+    let mut s = Cdcl::new(CdclOptions { minimize_core: false, ..Default::default() });
+    matches!(s.solve_raw(&sub, &Budget::unlimited().with_conflicts(200_000)), Outcome::Unsat { .. }).then_some(candidate)
+}
+
+/// Shrinks an UNSAT core candidate: first checks the candidate really is UNSAT on its own, then
+/// drops variables one at a time while it stays UNSAT, within a conflict budget per attempt.
+pub fn minimize_core(p: &Problem, candidate: &[Var], budget_per_try: u64, max_tries: usize) -> Option<Vec<Var>> {
+    let unsat = |vars: &[Var]| -> bool {
+        let sub = p.restrict(vars);
+        let mut s = Cdcl::new(CdclOptions { minimize_core: false, ..Default::default() });
+        matches!(s.solve_raw(&sub, &Budget::unlimited().with_conflicts(budget_per_try)), Outcome::Unsat { .. })
+    };
+    if !unsat(candidate) {
+        return None;
+    }
+    let mut core: Vec<Var> = candidate.to_vec();
+    let mut i = 0;
+    let mut tries = 0;
+    while i < core.len() && tries < max_tries {
+        let mut trial = core.clone();
+        trial.remove(i);
+        tries += 1;
+        if unsat(&trial) {
+            core = trial;
+        } else {
+            i += 1;
+        }
+    }
+    Some(core)
+}
