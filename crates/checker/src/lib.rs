@@ -1,1 +1,586 @@
-//! placeholder
+//! krait-checker: is a history serializable? Cobra's pipeline, exact at every step.
+//!
+//! Input: a [`History`] (from krait-history) and [`Options`]. Output: a [`Report`] — the
+//! [`Verdict`] (ACCEPT, or REJECT with a [`Certificate`]), optionally a serial order, and
+//! statistics and per-phase timings.
+//!
+//! Steps: per-transaction checks → known graph (session order, write→read, real-time edges
+//! under `strict`) → read-modify-write chains and inferred anti-dependencies → one coalesced
+//! constraint per pair of chains on a key → pruning by reachability until nothing changes →
+//! SAT modulo acyclicity (krait-solver) per strongly connected component of what remains.
+
+pub mod build;
+pub mod cert;
+pub mod graph;
+pub mod realtime;
+
+pub use cert::{Anomaly, CertConstraint, CertEdge, CertOption, CertTxn, Certificate};
+pub use graph::EdgeKind;
+
+use build::{Built, Constraint, INIT};
+use graph::{ChainReach, Csr, Label, Node};
+use krait_history::{History, Resolution, TxnId};
+use krait_solver::{Budget, Engine, Outcome};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SolverKind {
+    Cdcl,
+    BruteForce,
+}
+
+/// Switches. All techniques on by default; each can be turned off and the verdict stays exact.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Glue read-modify-writes into chains (§3.1 of the paper).
+    pub combine: bool,
+    /// One constraint per pair of chains instead of one per (reader, writer) (§3.2).
+    pub coalesce: bool,
+    /// Decide constraints by reachability before solving (§3.3).
+    pub prune: bool,
+    pub prune_rounds: u32,
+    /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
+    pub strict: Option<u64>,
+    pub solver: SolverKind,
+    /// Seed decisions' polarity from the topological order.
+    pub solver_order_phase: bool,
+    pub solver_theory_propagation: bool,
+    pub budget: Budget,
+    /// Compute a serial order on ACCEPT.
+    pub want_order: bool,
+    /// Reachability index memory cap in bytes, above which pruning falls back to search.
+    pub reach_memory_cap: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            combine: true,
+            coalesce: true,
+            prune: true,
+            prune_rounds: 64,
+            strict: None,
+            solver: SolverKind::Cdcl,
+            solver_order_phase: true,
+            solver_theory_propagation: true,
+            budget: Budget::unlimited(),
+            want_order: false,
+            reach_memory_cap: 4 << 30,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(tag = "verdict", rename_all = "UPPERCASE")]
+pub enum Verdict {
+    Accept,
+    Reject(Box<Certificate>),
+    /// The solver's budget ran out before an answer.
+    Unknown { reason: String },
+}
+
+impl Verdict {
+    pub fn is_accept(&self) -> bool {
+        matches!(self, Verdict::Accept)
+    }
+    pub fn is_reject(&self) -> bool {
+        matches!(self, Verdict::Reject(_))
+    }
+    pub fn certificate(&self) -> Option<&Certificate> {
+        match self {
+            Verdict::Reject(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timings {
+    pub resolve: Duration,
+    pub graph: Duration,
+    pub prune: Duration,
+    pub solve: Duration,
+    pub certificate: Duration,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckStats {
+    pub txns_checked: usize,
+    pub unknown_outcome_excluded: usize,
+    pub nodes: usize,
+    pub known_edges: usize,
+    pub realtime_edges: usize,
+    pub constraints: usize,
+    pub constraints_after_prune: usize,
+    pub prune_rounds: u32,
+    pub components: usize,
+    pub largest_component_constraints: usize,
+    pub conflicts: u64,
+    pub decisions: u64,
+    pub propagations: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub stats: CheckStats,
+    pub timings: Timings,
+    /// A serial order of the transactions (external ids), on ACCEPT when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<Vec<u64>>,
+}
+
+/// Errors that are about the input or the options, not the verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckError {
+    MissingTimestamp { txn: String },
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::MissingTimestamp { txn } => write!(
+                f,
+                "transaction {txn} has no start/commit timestamp, which --strict needs (record timestamps, or check without --strict)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
+pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
+    let t0 = Instant::now();
+    let r = krait_history::resolve(h);
+    let mut timings = Timings { resolve: t0.elapsed(), ..Default::default() };
+    let mut stats = CheckStats::default();
+    let t1 = Instant::now();
+    let built = build::build(h, &r, opts);
+    let mut b = match built {
+        Ok(b) => b,
+        Err(cert) => {
+            timings.graph = t1.elapsed();
+            return Ok(Report { verdict: Verdict::Reject(cert), stats, timings, order: None });
+        }
+    };
+    if let Some(drift) = opts.strict {
+        stats.realtime_edges = realtime::add_edges(h, &mut b, drift)?;
+    }
+    stats.txns_checked = b.node_txn.len();
+    stats.unknown_outcome_excluded = b.excluded_unknown;
+    stats.constraints = b.constraints.len();
+    timings.graph = t1.elapsed();
+
+    let t2 = Instant::now();
+    let pruned = prune(&mut b, opts, &mut stats);
+    stats.nodes = b.num_nodes;
+    stats.known_edges = b.edges.len();
+    timings.prune = t2.elapsed();
+    let remaining = match pruned {
+        Ok(rem) => rem,
+        Err(cycle_nodes) => {
+            let t = Instant::now();
+            let cert = cycle_certificate(h, &r, &b, &cycle_nodes);
+            timings.certificate = t.elapsed();
+            return Ok(Report { verdict: Verdict::Reject(Box::new(cert)), stats, timings, order: None });
+        }
+    };
+    stats.constraints_after_prune = remaining.len();
+
+    let t3 = Instant::now();
+    let solved = solve(&b, &remaining, opts, &mut stats);
+    timings.solve = t3.elapsed();
+    match solved {
+        Solved::Sat(chosen) => {
+            let order = opts.want_order.then(|| serial_order(h, &b, &remaining, &chosen));
+            Ok(Report { verdict: Verdict::Accept, stats, timings, order })
+        }
+        Solved::Unsat(core) => {
+            let t = Instant::now();
+            let cert = unsat_certificate(h, &r, &b, &remaining, &core);
+            timings.certificate = t.elapsed();
+            Ok(Report { verdict: Verdict::Reject(Box::new(cert)), stats, timings, order: None })
+        }
+        Solved::Unknown(reason) => Ok(Report { verdict: Verdict::Unknown { reason }, stats, timings, order: None }),
+    }
+}
+
+fn csr_of(b: &Built) -> Csr {
+    Csr::build(b.num_nodes, &b.edges, false)
+}
+
+/// Predecessors of gate nodes, which reachability queries go through.
+fn gate_preds(b: &Built) -> Csr {
+    let n = b.num_nodes;
+    let fg = b.first_gate;
+    let rev: Vec<(Node, Node)> = b.edges.iter().copied().filter(|&(_, v)| v >= fg).collect();
+    Csr::build(n, &rev, true)
+}
+
+enum Reach {
+    Chains(ChainReach),
+    /// Fallback without an index: search bounded by topological position.
+    Search { pos: Vec<u32> },
+}
+
+struct ReachCtx<'a> {
+    reach: Reach,
+    csr: &'a Csr,
+    preds: &'a Csr,
+    first_gate: Node,
+}
+
+impl ReachCtx<'_> {
+    /// x ⇝ y in the known graph.
+    fn reaches(&self, x: Node, y: Node) -> bool {
+        if x == y {
+            return true;
+        }
+        match &self.reach {
+            Reach::Chains(cr) => {
+                if y >= self.first_gate {
+                    self.preds.succ(y).iter().any(|&(p, _)| p == x || cr.reaches_chained(x, p))
+                } else {
+                    cr.reaches_chained(x, y)
+                }
+            }
+            Reach::Search { pos } => {
+                let py = pos[y as usize];
+                if pos[x as usize] > py {
+                    return false;
+                }
+                let mut seen = std::collections::HashSet::new();
+                let mut stack = vec![x];
+                seen.insert(x);
+                while let Some(u) = stack.pop() {
+                    for &(v, _) in self.csr.succ(u) {
+                        if v == y {
+                            return true;
+                        }
+                        if pos[v as usize] < py && seen.insert(v) {
+                            stack.push(v);
+                        }
+                    }
+                }
+                false
+            }
+        }
+    }
+    /// Whether adding all these edges would close a cycle with the known graph.
+    fn closes_cycle(&self, edges: &[(Node, Node, Label)]) -> bool {
+        edges.iter().any(|&(u, v, _)| self.reaches(v, u))
+    }
+}
+
+/// Decides constraints whose one side would close a cycle, adding the other side as known
+/// edges, until nothing changes. Returns the undecided constraints, or the nodes of a cycle.
+fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u32>, Vec<Node>> {
+    let mut remaining: Vec<u32> = (0..b.constraints.len() as u32).collect();
+    let mut round = 0;
+    loop {
+        let csr = csr_of(b);
+        let order = match graph::topo_order(b.num_nodes, &csr) {
+            Ok(o) => o,
+            Err(left) => return Err(left),
+        };
+        if !opts.prune || round >= opts.prune_rounds || remaining.is_empty() {
+            break;
+        }
+        round += 1;
+        let preds = gate_preds(b);
+        let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap {
+            Reach::Chains(ChainReach::build(b.num_nodes, b.num_chains, b.chain_of.clone(), &csr, &order))
+        } else {
+            let mut pos = vec![0u32; b.num_nodes];
+            for (i, &x) in order.iter().enumerate() {
+                pos[x as usize] = i as u32;
+            }
+            Reach::Search { pos }
+        };
+        let ctx = ReachCtx { reach, csr: &csr, preds: &preds, first_gate: b.first_gate };
+        // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
+        let decisions: Vec<u8> = remaining
+            .par_iter()
+            .map(|&ci| {
+                let c = &b.constraints[ci as usize];
+                if ctx.closes_cycle(b.first_edges(c)) {
+                    1
+                } else if ctx.closes_cycle(b.second_edges(c)) {
+                    2
+                } else {
+                    0
+                }
+            })
+            .collect();
+        drop(ctx);
+        let mut next = Vec::with_capacity(remaining.len());
+        let mut changed = false;
+        for (&ci, &d) in remaining.iter().zip(&decisions) {
+            let c = b.constraints[ci as usize].clone();
+            let add = match d {
+                0 => {
+                    next.push(ci);
+                    continue;
+                }
+                1 => b.second_edges(&c).to_vec(),
+                _ => b.first_edges(&c).to_vec(),
+            };
+            changed = true;
+            for (u, v, mut l) in add {
+                l.constraint = ci;
+                b.edges.push((u, v));
+                b.labels.push(l);
+            }
+        }
+        remaining = next;
+        if !changed {
+            break;
+        }
+    }
+    stats.prune_rounds = round;
+    Ok(remaining)
+}
+
+enum Solved {
+    /// For each remaining constraint, true if its first option was chosen.
+    Sat(Vec<bool>),
+    /// Remaining-constraint indices (positions in `remaining`) of an unsatisfiable core.
+    Unsat(Vec<u32>),
+    Unknown(String),
+}
+
+fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -> Solved {
+    if remaining.is_empty() {
+        return Solved::Sat(Vec::new());
+    }
+    // Cycles can only lie inside a strongly connected component of the graph with both sides of
+    // every constraint, and each constraint's edges lie inside one component: solve each alone.
+    let mut all = b.edges.clone();
+    for &ci in remaining {
+        let c = &b.constraints[ci as usize];
+        all.extend(b.first_edges(c).iter().chain(b.second_edges(c)).map(|&(u, v, _)| (u, v)));
+    }
+    let csr = Csr::build(b.num_nodes, &all, false);
+    drop(all);
+    let (comp, _) = graph::scc(b.num_nodes, &csr);
+    let mut by_comp: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    for (i, &ci) in remaining.iter().enumerate() {
+        let c = &b.constraints[ci as usize];
+        let (u, _, _) = b.first_edges(c)[0];
+        by_comp.entry(comp[u as usize]).or_default().push(i as u32);
+    }
+    let mut groups: Vec<(u32, Vec<u32>)> = by_comp.into_iter().collect();
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+    stats.components = groups.len();
+    stats.largest_component_constraints = groups.first().map(|g| g.1.len()).unwrap_or(0);
+    // Members of each component, for local numbering.
+    let mut members: std::collections::HashMap<u32, Vec<Node>> = groups.iter().map(|g| (g.0, Vec::new())).collect();
+    for x in 0..b.num_nodes as Node {
+        if let Some(m) = members.get_mut(&comp[x as usize]) {
+            m.push(x);
+        }
+    }
+    let results: Vec<(Outcome, krait_solver::Stats, Vec<u32>)> = groups
+        .par_iter()
+        .map(|(cid, cons)| {
+            let nodes = &members[cid];
+            let local = |x: Node| nodes.binary_search(&x).ok().map(|i| i as u32);
+            let mut p = krait_solver::Problem::new(nodes.len() as u32);
+            let known = b.edges.len() as u32;
+            for &x in nodes {
+                for &(y, e) in csr.succ(x) {
+                    if e < known && comp[y as usize] == *cid {
+                        p.known_edges.push((local(x).unwrap(), local(y).unwrap()));
+                    }
+                }
+            }
+            for &i in cons {
+                let c = &b.constraints[remaining[i as usize] as usize];
+                let map = |es: &[(Node, Node, Label)]| -> Vec<(u32, u32)> {
+                    es.iter()
+                        .filter(|&&(u, v, _)| comp[u as usize] == *cid && comp[v as usize] == *cid)
+                        .map(|&(u, v, _)| (local(u).unwrap(), local(v).unwrap()))
+                        .collect()
+                };
+                p.add_choice(&map(b.first_edges(c)), &map(b.second_edges(c)));
+            }
+            let (out, st) = match opts.solver {
+                SolverKind::Cdcl => {
+                    let mut s = krait_solver::Cdcl::new(krait_solver::CdclOptions {
+                        order_phase: opts.solver_order_phase,
+                        theory_propagation: opts.solver_theory_propagation,
+                        ..Default::default()
+                    });
+                    let o = s.solve(&p, &opts.budget);
+                    (o, s.stats())
+                }
+                SolverKind::BruteForce => {
+                    let mut s = krait_solver::BruteForce::default();
+                    (s.solve(&p, &opts.budget), Default::default())
+                }
+            };
+            (out, st, cons.clone())
+        })
+        .collect();
+    let mut chosen = vec![false; remaining.len()];
+    let mut unknown = None;
+    for (out, st, cons) in results {
+        stats.conflicts += st.conflicts;
+        stats.decisions += st.decisions;
+        stats.propagations += st.propagations;
+        match out {
+            Outcome::Sat { model, .. } => {
+                for (j, &i) in cons.iter().enumerate() {
+                    chosen[i as usize] = model[j];
+                }
+            }
+            Outcome::Unsat { core } => {
+                return Solved::Unsat(core.iter().map(|v| cons[v.0 as usize]).collect());
+            }
+            Outcome::Unknown(r) => unknown = Some(format!("solver stopped ({r:?}) before an answer")),
+        }
+    }
+    match unknown {
+        Some(r) => Solved::Unknown(r),
+        None => Solved::Sat(chosen),
+    }
+}
+
+fn serial_order(h: &History, b: &Built, remaining: &[u32], chosen: &[bool]) -> Vec<u64> {
+    let mut edges = b.edges.clone();
+    for (i, &ci) in remaining.iter().enumerate() {
+        let c = &b.constraints[ci as usize];
+        let es = if chosen[i] { b.first_edges(c) } else { b.second_edges(c) };
+        edges.extend(es.iter().map(|&(u, v, _)| (u, v)));
+    }
+    let csr = Csr::build(b.num_nodes, &edges, false);
+    let order = graph::topo_order(b.num_nodes, &csr).expect("a satisfying choice is acyclic");
+    order.into_iter().filter_map(|n| b.txn_of(n)).map(|t| h.txn_ext[t as usize]).collect()
+}
+
+fn edge_weight(labels: &[Label]) -> impl Fn(u32) -> u32 + '_ {
+    move |e| u32::from(labels[e as usize].kind == EdgeKind::Rw)
+}
+
+/// Explains why a deduced edge had to be there: the other option closes this cycle.
+fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -> Option<String> {
+    if !cert::is_forced(l) {
+        return None;
+    }
+    let c = &b.constraints[l.constraint as usize];
+    let x = cert::Explainer { h, r, b };
+    let (ha, hb) = (x.node_name(c.a.0), x.node_name(c.b.0));
+    let key = &h.keys[c.key as usize];
+    // Which option was added? The one whose first edge matches this label's constraint; the
+    // other option's edge (u→v) is blocked by a path v ⇝ u.
+    let first_added = b.edges.iter().zip(&b.labels).any(|(&(u, v), lab)| {
+        lab.constraint == l.constraint && b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
+    });
+    let (other, other_desc) = if first_added {
+        (b.second_edges(c), format!("{hb}'s writes of {key} after {ha}'s"))
+    } else {
+        (b.first_edges(c), format!("{ha}'s writes of {key} after {hb}'s"))
+    };
+    let other_desc = format!("the other version order ({other_desc}) is impossible");
+    for &(u, v, ol) in other {
+        if let Some(path) = graph::shortest_path(b.num_nodes, csr, v, u) {
+            let mut es: Vec<(Node, Node, Label)> =
+                path.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+            es.push((u, v, ol));
+            let words = x.path(&es, &|_| None);
+            let chain: Vec<String> = words.iter().map(|e| format!("{} -{}-> ", e.from, e.kind.short())).collect();
+            return Some(format!("{other_desc}: it would close the cycle {}{}", chain.concat(), words[0].from));
+        }
+    }
+    Some(other_desc)
+}
+
+fn cycle_certificate(h: &History, r: &Resolution, b: &Built, _left: &[Node]) -> Certificate {
+    let csr = csr_of(b);
+    let (comp, _) = graph::scc(b.num_nodes, &csr);
+    // Smallest non-trivial component first: its cycles are the shortest to read.
+    let mut sizes: std::collections::HashMap<u32, Vec<Node>> = std::collections::HashMap::new();
+    for x in 0..b.num_nodes as Node {
+        sizes.entry(comp[x as usize]).or_default().push(x);
+    }
+    let mut comps: Vec<(u32, Vec<Node>)> = sizes.into_iter().filter(|(_, m)| m.len() > 1).collect();
+    comps.sort_by_key(|(_, m)| m.len());
+    let (cid, members) = comps.into_iter().next().expect("a cycle exists");
+    let starts: Vec<Node> = members.iter().copied().filter(|&x| x < b.first_gate).collect();
+    let cyc = graph::best_cycle(&csr, &comp, cid, &starts, edge_weight(&b.labels), 64).expect("a cycle in an SCC");
+    let es: Vec<(Node, Node, Label)> =
+        cyc.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+    let x = cert::Explainer { h, r, b };
+    let why = |l: &Label| forced_reason(h, r, b, &csr, l);
+    let cycle = x.path(&es, &why);
+    let anomaly = cert::classify(&cycle);
+    let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
+    let summary = format!("{}: cycle {} -> {}", anomaly.name(), names.join(" -> "), names[0]);
+    Certificate { anomaly, summary, txns: x.txns_of_edges(&es), cycle, constraints: Vec::new() }
+}
+
+fn unsat_certificate(h: &History, r: &Resolution, b: &Built, remaining: &[u32], core: &[u32]) -> Certificate {
+    let x = cert::Explainer { h, r, b };
+    let csr = csr_of(b);
+    let mut txn_ids: Vec<TxnId> = Vec::new();
+    let mut constraints = Vec::new();
+    for &i in core {
+        let c: &Constraint = &b.constraints[remaining[i as usize] as usize];
+        let key = h.keys[c.key as usize].clone();
+        let (ha, hb) = (x.node_name(c.a.0), x.node_name(c.b.0));
+        for n in [c.a.0, c.a.1, c.b.0, c.b.1] {
+            if let Some(t) = b.txn_of(n) {
+                txn_ids.push(t);
+            }
+        }
+        let option = |es: &[(Node, Node, Label)], choice: String| CertOption {
+            choice,
+            edges: es.iter().map(|&(u, v, l)| x.path(&[(u, v, l)], &|_| None).remove(0)).collect(),
+            closes_cycle: es
+                .iter()
+                .find_map(|&(u, v, l)| {
+                    graph::shortest_path(b.num_nodes, &csr, v, u).map(|p| {
+                        let mut es: Vec<(Node, Node, Label)> =
+                            p.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+                        es.push((u, v, l));
+                        x.path(&es, &|_| None)
+                    })
+                })
+                .unwrap_or_default(),
+        };
+        constraints.push(CertConstraint {
+            key: key.clone(),
+            options: [
+                option(b.first_edges(c), format!("chain of {key} from {ha} before chain from {hb}")),
+                option(b.second_edges(c), format!("chain of {key} from {hb} before chain from {ha}")),
+            ],
+        });
+    }
+    let summary = format!(
+        "{}: {} version-order choices, each of whose combinations closes a cycle",
+        Anomaly::Unsatisfiable.name(),
+        core.len()
+    );
+    Certificate {
+        anomaly: Anomaly::Unsatisfiable,
+        summary,
+        cycle: Vec::new(),
+        constraints,
+        txns: {
+            let mut seen = Vec::new();
+            for t in txn_ids {
+                if !seen.contains(&t) {
+                    seen.push(t);
+                }
+            }
+            seen.into_iter().map(|t| cert::describe_txn(h, r, t)).collect()
+        },
+    }
+}
+
+/// The node of the synthetic initial transaction (for tests).
+pub const INIT_NODE: u32 = INIT;

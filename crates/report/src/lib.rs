@@ -1,1 +1,154 @@
-//! placeholder
+//! krait-report: renders a checker [`Report`] for people and programs.
+//!
+//! Input: a `krait_checker::Report` (verdict, certificate, stats, timings). Output: plain text
+//! (the default), JSON, or a Graphviz DOT drawing of a certificate's cycle.
+
+use krait_checker::{CertEdge, Certificate, Report, Verdict};
+use std::fmt::Write;
+
+pub fn verdict_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Accept => "ACCEPT",
+        Verdict::Reject(_) => "REJECT",
+        Verdict::Unknown { .. } => "UNKNOWN",
+    }
+}
+
+fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
+    let key = e.key.as_deref().map(|k| format!(" on {k}")).unwrap_or_default();
+    let _ = writeln!(out, "  {:>2}. {} --{}{}--> {}", i + 1, e.from, e.kind.short(), key, e.to);
+    let _ = writeln!(out, "      {}", e.explanation);
+    if let Some(f) = &e.forced_because {
+        let _ = writeln!(out, "      (deduced: {f})");
+    }
+}
+
+/// The certificate in words.
+pub fn certificate_text(c: &Certificate) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "anomaly: {}", c.anomaly.name());
+    let _ = writeln!(out, "{}", c.summary);
+    if !c.cycle.is_empty() {
+        let _ = writeln!(out, "\ncycle ({} edges):", c.cycle.len());
+        for (i, e) in c.cycle.iter().enumerate() {
+            edge_line(&mut out, i, e);
+        }
+    }
+    if !c.constraints.is_empty() {
+        let _ = writeln!(out, "\nconstraints that admit no acyclic choice ({}):", c.constraints.len());
+        for (i, con) in c.constraints.iter().enumerate() {
+            let _ = writeln!(out, "  constraint {} on key {}:", i + 1, con.key);
+            for (j, opt) in con.options.iter().enumerate() {
+                let _ = writeln!(out, "    option {}: {}", (b'a' + j as u8) as char, opt.choice);
+                for e in &opt.edges {
+                    let _ = writeln!(out, "      needs {} --{}--> {}: {}", e.from, e.kind.short(), e.to, e.explanation);
+                }
+                if !opt.closes_cycle.is_empty() {
+                    let names: Vec<&str> = opt.closes_cycle.iter().map(|e| e.from.as_str()).collect();
+                    let _ = writeln!(out, "      impossible on its own: closes {} -> {}", names.join(" -> "), names[0]);
+                } else {
+                    let _ = writeln!(out, "      possible on its own; excluded together with the other constraints");
+                }
+            }
+        }
+    }
+    if !c.txns.is_empty() {
+        let _ = writeln!(out, "\ntransactions:");
+        for t in &c.txns {
+            let _ = writeln!(out, "  {} (session {}, {}): {}", t.name, t.session, t.status, t.ops.join(", "));
+        }
+    }
+    out
+}
+
+/// The whole report as text: verdict line, certificate, statistics.
+pub fn report_text(r: &Report, timings: bool) -> String {
+    let mut out = String::new();
+    match &r.verdict {
+        Verdict::Accept => {
+            let _ = writeln!(out, "ACCEPT: the history is serializable");
+        }
+        Verdict::Reject(c) => {
+            let _ = writeln!(out, "REJECT: the history is not serializable");
+            out.push_str(&certificate_text(c));
+        }
+        Verdict::Unknown { reason } => {
+            let _ = writeln!(out, "UNKNOWN: {reason}");
+        }
+    }
+    let s = &r.stats;
+    let _ = writeln!(
+        out,
+        "\nchecked {} transactions: {} constraints, {} after pruning ({} rounds), {} solver components, {} conflicts",
+        s.txns_checked, s.constraints, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
+    );
+    if s.unknown_outcome_excluded > 0 {
+        let _ = writeln!(
+            out,
+            "{} transactions with unknown outcome were never read from and were left out",
+            s.unknown_outcome_excluded
+        );
+    }
+    if timings {
+        let t = &r.timings;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let _ = writeln!(
+            out,
+            "timings (ms): resolve {:.1}, graph {:.1}, prune {:.1}, solve {:.1}, certificate {:.1}",
+            ms(t.resolve),
+            ms(t.graph),
+            ms(t.prune),
+            ms(t.solve),
+            ms(t.certificate)
+        );
+    }
+    out
+}
+
+pub fn report_json(r: &Report) -> serde_json::Value {
+    serde_json::to_value(r).expect("report serializes")
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A Graphviz drawing of the certificate: the cycle's transactions with their operations, and
+/// each edge labelled with its kind and key.
+pub fn certificate_dot(c: &Certificate) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "digraph certificate {{");
+    let _ = writeln!(out, "  label=\"{}\"; labelloc=t; fontname=\"Helvetica\";", dot_escape(c.anomaly.name()));
+    let _ = writeln!(out, "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];");
+    let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=10];");
+    for t in &c.txns {
+        let label = format!("{} ({})\\n{}", t.name, t.session, t.ops.iter().map(|o| dot_escape(o)).collect::<Vec<_>>().join("\\n"));
+        let _ = writeln!(out, "  \"{}\" [label=\"{}\"];", dot_escape(&t.name), label);
+    }
+    let mut edges: Vec<&CertEdge> = c.cycle.iter().collect();
+    for con in &c.constraints {
+        for o in &con.options {
+            edges.extend(o.edges.iter());
+        }
+    }
+    for e in edges {
+        let (color, style) = match e.kind {
+            krait_checker::EdgeKind::Rw => ("red", "dashed"),
+            krait_checker::EdgeKind::Ww => ("blue", "solid"),
+            krait_checker::EdgeKind::Wr => ("darkgreen", "solid"),
+            krait_checker::EdgeKind::Session => ("gray40", "dotted"),
+            krait_checker::EdgeKind::RealTime => ("orange", "dotted"),
+        };
+        let key = e.key.as_deref().map(|k| format!(" {k}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  \"{}\" -> \"{}\" [label=\"{}{}\", color={color}, fontcolor={color}, style={style}];",
+            dot_escape(&e.from),
+            dot_escape(&e.to),
+            e.kind.short(),
+            dot_escape(&key)
+        );
+    }
+    let _ = writeln!(out, "}}");
+    out
+}

@@ -1,0 +1,319 @@
+//! Graph plumbing for the checker: labelled edge lists in CSR form, topological order, strongly
+//! connected components, shortest cycles and the session-chain reachability index used by
+//! pruning.
+
+use serde::Serialize;
+
+pub type Node = u32;
+
+/// What an edge means; kept per edge so a cycle can be explained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// Session order.
+    Session,
+    /// Real-time order (strict serializability).
+    RealTime,
+    /// Write → read of the version written.
+    Wr,
+    /// Write → the next write of the key (version order).
+    Ww,
+    /// Read → the write that overwrote the version read (anti-dependency).
+    Rw,
+}
+
+impl EdgeKind {
+    pub fn short(self) -> &'static str {
+        match self {
+            EdgeKind::Session => "session",
+            EdgeKind::RealTime => "rt",
+            EdgeKind::Wr => "wr",
+            EdgeKind::Ww => "ww",
+            EdgeKind::Rw => "rw",
+        }
+    }
+}
+
+/// An edge's label: kind, key (u32::MAX if none), and where it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub kind: EdgeKind,
+    pub key: u32,
+    /// u32::MAX for facts of the history; else the constraint whose resolution added it.
+    pub constraint: u32,
+}
+
+pub const NO_KEY: u32 = u32::MAX;
+pub const NO_CONSTRAINT: u32 = u32::MAX;
+
+impl Label {
+    pub fn fact(kind: EdgeKind, key: u32) -> Label {
+        Label { kind, key, constraint: NO_CONSTRAINT }
+    }
+}
+
+/// Adjacency in compressed rows: `targets[start[u]..start[u+1]]` are u's successors, with the
+/// edge's index into the edge list alongside.
+pub struct Csr {
+    pub start: Vec<u32>,
+    pub targets: Vec<(Node, u32)>,
+}
+
+impl Csr {
+    pub fn build(n: usize, edges: &[(Node, Node)], reverse: bool) -> Csr {
+        let mut start = vec![0u32; n + 1];
+        for &(u, v) in edges {
+            let s = if reverse { v } else { u };
+            start[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut targets = vec![(0, 0); edges.len()];
+        for (i, &(u, v)) in edges.iter().enumerate() {
+            let (s, t) = if reverse { (v, u) } else { (u, v) };
+            targets[fill[s as usize] as usize] = (t, i as u32);
+            fill[s as usize] += 1;
+        }
+        Csr { start, targets }
+    }
+    #[inline]
+    pub fn succ(&self, u: Node) -> &[(Node, u32)] {
+        &self.targets[self.start[u as usize] as usize..self.start[u as usize + 1] as usize]
+    }
+}
+
+/// Kahn's algorithm. Err with the nodes left over (all on or behind a cycle) if there is one.
+pub fn topo_order(n: usize, csr: &Csr) -> Result<Vec<Node>, Vec<Node>> {
+    let mut indeg = vec![0u32; n];
+    for &(v, _) in &csr.targets {
+        indeg[v as usize] += 1;
+    }
+    let mut order: Vec<Node> = (0..n as Node).filter(|&x| indeg[x as usize] == 0).collect();
+    let mut head = 0;
+    while head < order.len() {
+        let x = order[head];
+        head += 1;
+        for &(y, _) in csr.succ(x) {
+            indeg[y as usize] -= 1;
+            if indeg[y as usize] == 0 {
+                order.push(y);
+            }
+        }
+    }
+    if order.len() == n {
+        Ok(order)
+    } else {
+        Err((0..n as Node).filter(|&x| indeg[x as usize] > 0).collect())
+    }
+}
+
+/// Tarjan's strongly connected components, iteratively. Returns the component of every node;
+/// components are numbered in reverse topological order.
+pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
+    const UNSEEN: u32 = u32::MAX;
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0u32; n];
+    let mut comp = vec![UNSEEN; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<Node> = Vec::new();
+    let mut call: Vec<(Node, u32)> = Vec::new();
+    let mut next = 0u32;
+    let mut ncomp = 0u32;
+    for root in 0..n as Node {
+        if index[root as usize] != UNSEEN {
+            continue;
+        }
+        call.push((root, csr.start[root as usize]));
+        index[root as usize] = next;
+        low[root as usize] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root as usize] = true;
+        while let Some(&mut (u, ref mut pos)) = call.last_mut() {
+            let end = csr.start[u as usize + 1];
+            if *pos < end {
+                let (v, _) = csr.targets[*pos as usize];
+                *pos += 1;
+                if index[v as usize] == UNSEEN {
+                    index[v as usize] = next;
+                    low[v as usize] = next;
+                    next += 1;
+                    stack.push(v);
+                    on_stack[v as usize] = true;
+                    call.push((v, csr.start[v as usize]));
+                } else if on_stack[v as usize] {
+                    low[u as usize] = low[u as usize].min(index[v as usize]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(p, _)) = call.last() {
+                    low[p as usize] = low[p as usize].min(low[u as usize]);
+                }
+                if low[u as usize] == index[u as usize] {
+                    loop {
+                        let w = stack.pop().unwrap();
+                        on_stack[w as usize] = false;
+                        comp[w as usize] = ncomp;
+                        if w == u {
+                            break;
+                        }
+                    }
+                    ncomp += 1;
+                }
+            }
+        }
+    }
+    (comp, ncomp)
+}
+
+/// The best cycle through the nodes of one strongly connected component: fewest edges of
+/// weight class 1 (anti-dependencies) first, then fewest edges. `weight(edge)` is 0 or 1.
+/// Searches from at most `max_starts` nodes of the component.
+pub fn best_cycle(
+    csr: &Csr,
+    comp: &[u32],
+    target_comp: u32,
+    members: &[Node],
+    weight: impl Fn(u32) -> u32,
+    max_starts: usize,
+) -> Option<Vec<u32>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut best: Option<((u32, u32), Vec<u32>)> = None;
+    let mut dist: std::collections::HashMap<Node, ((u32, u32), Node, u32)> = std::collections::HashMap::new();
+    for &s in members.iter().take(max_starts) {
+        dist.clear();
+        let mut heap = BinaryHeap::new();
+        // Start by taking each out-edge of s, so that reaching s again closes a cycle.
+        heap.push(Reverse(((0u32, 0u32), s, u32::MAX, s)));
+        let mut found: Option<((u32, u32), Node, u32)> = None;
+        let mut settled: std::collections::HashSet<Node> = std::collections::HashSet::new();
+        while let Some(Reverse((d, x, via_edge, from))) = heap.pop() {
+            if let Some((bd, _)) = &best {
+                if d >= *bd {
+                    break;
+                }
+            }
+            if x == s && via_edge != u32::MAX {
+                found = Some((d, from, via_edge));
+                break;
+            }
+            if via_edge != u32::MAX {
+                if settled.contains(&x) {
+                    continue;
+                }
+                settled.insert(x);
+                dist.insert(x, (d, from, via_edge));
+            }
+            for &(y, e) in csr.succ(x) {
+                if comp[y as usize] != target_comp {
+                    continue;
+                }
+                if y != s && settled.contains(&y) {
+                    continue;
+                }
+                let w = weight(e);
+                heap.push(Reverse(((d.0 + w, d.1 + 1), y, e, x)));
+            }
+        }
+        if let Some((d, last_from, last_edge)) = found {
+            let mut edges = vec![last_edge];
+            let mut x = last_from;
+            while x != s {
+                let (_, from, e) = dist[&x];
+                edges.push(e);
+                x = from;
+            }
+            edges.reverse();
+            if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                best = Some((d, edges));
+            }
+        }
+    }
+    best.map(|(_, e)| e)
+}
+
+/// Shortest path u ⇝ v by BFS (edge indices), if any.
+pub fn shortest_path(n: usize, csr: &Csr, u: Node, v: Node) -> Option<Vec<u32>> {
+    if u == v {
+        return Some(Vec::new());
+    }
+    let mut parent: std::collections::HashMap<Node, (Node, u32)> = std::collections::HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back(u);
+    let _ = n;
+    parent.insert(u, (u, u32::MAX));
+    while let Some(x) = queue.pop_front() {
+        for &(y, e) in csr.succ(x) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(y) {
+                slot.insert((x, e));
+                if y == v {
+                    let mut path = Vec::new();
+                    let mut z = v;
+                    while z != u {
+                        let (p, e) = parent[&z];
+                        path.push(e);
+                        z = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                queue.push_back(y);
+            }
+        }
+    }
+    None
+}
+
+/// Reachability over a DAG covered by chains (sessions): for every node, the earliest position
+/// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
+/// chains; nodes on no chain (gates) are answered through their predecessors.
+pub struct ChainReach {
+    nchains: usize,
+    /// chain and position of each node; chain u32::MAX for nodes on no chain.
+    chain_of: Vec<(u32, u32)>,
+    minpos: Vec<u32>,
+}
+
+impl ChainReach {
+    pub fn memory_needed(n: usize, nchains: usize) -> usize {
+        n * nchains * 4
+    }
+
+    pub fn build(n: usize, nchains: usize, chain_of: Vec<(u32, u32)>, csr: &Csr, order: &[Node]) -> ChainReach {
+        let c = nchains;
+        let mut minpos = vec![u32::MAX; n * c];
+        let mut row = vec![u32::MAX; c];
+        for &x in order.iter().rev() {
+            let xi = x as usize;
+            row.iter_mut().for_each(|r| *r = u32::MAX);
+            // Successors come later in the order, so their rows are final.
+            for &(y, _) in csr.succ(x) {
+                let yrow = &minpos[y as usize * c..y as usize * c + c];
+                for (r, &m) in row.iter_mut().zip(yrow) {
+                    *r = (*r).min(m);
+                }
+            }
+            let (ch, pos) = chain_of[xi];
+            if ch != u32::MAX {
+                row[ch as usize] = row[ch as usize].min(pos);
+            }
+            minpos[xi * c..xi * c + c].copy_from_slice(&row);
+        }
+        ChainReach { nchains: c, chain_of, minpos }
+    }
+
+    /// x ⇝ y for y on a chain.
+    #[inline]
+    pub fn reaches_chained(&self, x: Node, y: Node) -> bool {
+        let (ch, pos) = self.chain_of[y as usize];
+        debug_assert_ne!(ch, u32::MAX);
+        self.minpos[x as usize * self.nchains + ch as usize] <= pos
+    }
+
+    pub fn on_chain(&self, y: Node) -> bool {
+        self.chain_of[y as usize].0 != u32::MAX
+    }
+}

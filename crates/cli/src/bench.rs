@@ -1,0 +1,257 @@
+//! `krait bench`: tables of load speed and checking time over the shared Cobra histories and
+//! generated ones. Each measurement runs in a child process so its peak memory is its own.
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchCmd,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Parse speed and memory of loading histories.
+    Load {
+        /// Histories to load (default: tpcc-10000 and chengRM-100000 from the shared data).
+        paths: Vec<PathBuf>,
+        /// The shared data folder (default: ../shared/data/cobra, found from here upwards).
+        #[arg(long)]
+        data: Option<PathBuf>,
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+    },
+    /// One-shot checking time per phase, constraints, conflicts and memory.
+    Check {
+        /// Histories (default: one-shot-chengRW/* and one-shot-10k/*).
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Also run each history with each technique turned off, and the plain polygraph.
+        #[arg(long)]
+        ablation: bool,
+        /// Give each run at most this many seconds (the table says timeout).
+        #[arg(long, default_value_t = 120.0)]
+        timeout: f64,
+        /// Extra arguments for every `krait check` run.
+        #[arg(long, allow_hyphen_values = true, num_args = 1..)]
+        extra: Vec<String>,
+        /// Also write the table as CSV here.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
+    /// Generated BlindW histories of growing size, checked one-shot (files kept in DIR).
+    Scale {
+        #[arg(long, default_value = "target/bench-histories")]
+        dir: PathBuf,
+        /// Sizes in transactions.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+        sizes: Vec<usize>,
+        #[arg(long, default_value = "blindw-rm")]
+        workload: String,
+    },
+    /// (internal) load one history and print JSON with time and peak memory.
+    #[command(hide = true)]
+    LoadOne { path: PathBuf },
+}
+
+pub fn find_data(explicit: Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(d) = explicit {
+        return Some(d);
+    }
+    let mut dir = std::env::current_dir().ok()?;
+    loop {
+        let cand = dir.join("../shared/data/cobra");
+        if cand.is_dir() {
+            return Some(cand);
+        }
+        let cand = dir.join("shared/data/cobra");
+        if cand.is_dir() {
+            return Some(cand);
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
+fn self_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("locating the krait binary")
+}
+
+fn mb(bytes: f64) -> String {
+    format!("{:.0}", bytes / (1 << 20) as f64)
+}
+
+pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    match a.what {
+        BenchCmd::LoadOne { path } => {
+            let t = Instant::now();
+            let l = krait_history::load(&path, None)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let bytes = dir_bytes(&path);
+            let v = serde_json::json!({
+                "txns": l.history.num_txns(),
+                "ops": l.history.num_ops(),
+                "bytes": bytes,
+                "ms": ms,
+                "peak_rss_bytes": crate::peak_rss_bytes(),
+                "model_bytes": l.history.heap_bytes(),
+            });
+            println!("{v}");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Load { paths, data, repeat } => {
+            let paths = if paths.is_empty() {
+                let d = find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
+                vec![d.join("one-shot-10k/tpcc-10000"), d.join("scaling/chengRM-100000")]
+            } else {
+                paths
+            };
+            println!("{:<28} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9}", "history", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB");
+            for p in paths {
+                let mut best: Option<serde_json::Value> = None;
+                for _ in 0..repeat.max(1) {
+                    let out = Command::new(self_exe()?).args(["bench", "load-one"]).arg(&p).output()?;
+                    anyhow::ensure!(out.status.success(), "loading {} failed: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+                    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+                    if best.as_ref().is_none_or(|b| v["ms"].as_f64() < b["ms"].as_f64()) {
+                        best = Some(v);
+                    }
+                }
+                let v = best.unwrap();
+                let bytes = v["bytes"].as_f64().unwrap_or(0.0);
+                let ms = v["ms"].as_f64().unwrap_or(0.0);
+                println!(
+                    "{:<28} {:>9} {:>10.1} {:>9.1} {:>10.0} {:>9} {:>9}",
+                    name_of(&p),
+                    v["txns"],
+                    bytes / 1e6,
+                    ms,
+                    bytes / 1e6 / (ms / 1e3),
+                    mb(v["model_bytes"].as_f64().unwrap_or(0.0)),
+                    mb(v["peak_rss_bytes"].as_f64().unwrap_or(0.0))
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Check { paths, data, ablation, timeout, extra, csv } => {
+            let paths = if paths.is_empty() {
+                let d = find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
+                let mut v = Vec::new();
+                for sub in ["one-shot-chengRW", "one-shot-10k"] {
+                    let mut entries: Vec<PathBuf> = std::fs::read_dir(d.join(sub))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                    entries.sort_by_key(|p| (name_of(p).split('-').next().unwrap_or("").to_string(), size_of_name(p)));
+                    v.extend(entries);
+                }
+                v
+            } else {
+                paths
+            };
+            let variants: Vec<(&str, Vec<&str>)> = if ablation {
+                vec![
+                    ("full", vec![]),
+                    ("no-combine", vec!["--no-combine"]),
+                    ("no-coalesce", vec!["--no-coalesce"]),
+                    ("no-prune", vec!["--no-prune"]),
+                    ("no-order-phase", vec!["--no-order-phase"]),
+                    ("polygraph", vec!["--no-combine", "--no-coalesce", "--no-prune"]),
+                ]
+            } else {
+                vec![("full", vec![])]
+            };
+            let header = format!(
+                "{:<22} {:<15} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>8}",
+                "history", "variant", "verdict", "txns", "load ms", "graph", "prune", "solve", "total ms", "constr", "after", "confl", "RSS MB"
+            );
+            println!("{header}");
+            let mut rows = vec!["history,variant,verdict,txns,load_ms,graph_ms,prune_ms,solve_ms,total_ms,constraints,after_prune,conflicts,peak_rss_mb".to_string()];
+            for p in &paths {
+                for (vname, vargs) in &variants {
+                    let mut cmd = Command::new(self_exe()?);
+                    cmd.args(["check", "--json", "--rss", "--timeout"]).arg(timeout.to_string()).args(vargs).args(&extra).arg(p);
+                    let t = Instant::now();
+                    let out = cmd.output()?;
+                    let wall = t.elapsed().as_secs_f64() * 1e3;
+                    let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+                        Ok(v) => v,
+                        Err(_) => {
+                            println!("{:<22} {:<15} failed: {}", name_of(p), vname, String::from_utf8_lossy(&out.stderr).trim());
+                            continue;
+                        }
+                    };
+                    let d = |k: &str| v["timings"][k]["secs"].as_f64().unwrap_or(0.0) * 1e3 + v["timings"][k]["nanos"].as_f64().unwrap_or(0.0) / 1e6;
+                    let total = v["total_ms"].as_f64().unwrap_or(wall);
+                    let row = (
+                        name_of(p),
+                        vname.to_string(),
+                        v["verdict"].as_str().unwrap_or("?").to_string(),
+                        v["summary"]["txns"].as_u64().unwrap_or(0),
+                        v["load_ms"].as_f64().unwrap_or(0.0),
+                        d("resolve") + d("graph"),
+                        d("prune"),
+                        d("solve"),
+                        total,
+                        v["stats"]["constraints"].as_u64().unwrap_or(0),
+                        v["stats"]["constraints_after_prune"].as_u64().unwrap_or(0),
+                        v["stats"]["conflicts"].as_u64().unwrap_or(0),
+                        v["peak_rss_bytes"].as_f64().unwrap_or(0.0),
+                    );
+                    println!(
+                        "{:<22} {:<15} {:>7} {:>8} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9.1} {:>8} {:>8} {:>7} {:>8}",
+                        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, mb(row.12)
+                    );
+                    rows.push(format!(
+                        "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{},{},{},{}",
+                        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, mb(row.12)
+                    ));
+                }
+            }
+            if let Some(c) = csv {
+                std::fs::write(&c, rows.join("\n") + "\n")?;
+                eprintln!("wrote {}", c.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Scale { dir, sizes, workload } => {
+            std::fs::create_dir_all(&dir)?;
+            let mut paths = Vec::new();
+            for n in sizes {
+                let p = dir.join(format!("{workload}-{n}.jsonl"));
+                if !p.exists() {
+                    let st = Command::new(self_exe()?)
+                        .args(["generate", "--workload", &workload, "--txns", &n.to_string()])
+                        .arg(&p)
+                        .status()?;
+                    anyhow::ensure!(st.success(), "generating {}", p.display());
+                }
+                paths.push(p);
+            }
+            run(BenchArgs {
+                what: BenchCmd::Check { paths, data: None, ablation: false, timeout: 600.0, extra: vec![], csv: None },
+            })
+        }
+    }
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default()
+}
+
+fn size_of_name(p: &Path) -> u64 {
+    name_of(p).rsplit('-').next().and_then(|s| s.trim_end_matches(".jsonl").parse().ok()).unwrap_or(0)
+}
+
+fn dir_bytes(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p)
+            .map(|rd| rd.filter_map(|e| e.ok()).filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+            .unwrap_or(0)
+    } else {
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
+}
