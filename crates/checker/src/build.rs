@@ -456,10 +456,11 @@ fn explicit_constraints<'a>(
                 let e = b.cedges.len() as u32;
                 b.constraints.push(Constraint { key: k, a: (hi, ti), b: (hj, tj), first: (s, m), second: (m, e) });
             } else {
-                // For each reader r of i's tail: r precedes j, or j precedes all of i.
-                for r in readers(ti).iter().filter(|r| r.2 != hj) {
+                // For each edge of "i before j": that edge, or j precedes all of i. With no reader
+                // of i's tail to speak for it, the edge is i's tail → j's head.
+                for (u, v, l) in set(i, j) {
                     let s = b.cedges.len() as u32;
-                    b.cedges.push((r.2, hj, Label::fact(EdgeKind::Rw, k)));
+                    b.cedges.push((u, v, l));
                     b.cedges.push((tj, hi, Label::fact(EdgeKind::Ww, k)));
                     b.constraints.push(Constraint { key: k, a: (hi, ti), b: (hj, tj), first: (s, s + 1), second: (s + 1, s + 2) });
                 }

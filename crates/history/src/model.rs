@@ -276,3 +276,63 @@ impl HistoryBuilder {
         self.h
     }
 }
+
+/// A transaction spelled out, for building small histories in tests and examples.
+#[derive(Clone, Debug)]
+pub struct SimpleTxn {
+    pub session: usize,
+    pub id: u64,
+    pub status: TxnStatus,
+    /// (kind, key, value); the value of a `ReadInit` is ignored.
+    pub ops: Vec<(OpKind, String, u64)>,
+    pub start: u64,
+    pub commit: u64,
+}
+
+impl SimpleTxn {
+    pub fn new(session: usize, id: u64) -> Self {
+        SimpleTxn { session, id, status: TxnStatus::Committed, ops: Vec::new(), start: NO_TIME, commit: NO_TIME }
+    }
+    pub fn r(mut self, key: &str, value: u64) -> Self {
+        self.ops.push((OpKind::Read, key.to_string(), value));
+        self
+    }
+    pub fn r0(mut self, key: &str) -> Self {
+        self.ops.push((OpKind::ReadInit, key.to_string(), 0));
+        self
+    }
+    pub fn w(mut self, key: &str, value: u64) -> Self {
+        self.ops.push((OpKind::Write, key.to_string(), value));
+        self
+    }
+    pub fn status(mut self, s: TxnStatus) -> Self {
+        self.status = s;
+        self
+    }
+    pub fn times(mut self, start: u64, commit: u64) -> Self {
+        self.start = start;
+        self.commit = commit;
+        self
+    }
+}
+
+/// Builds a history from transactions listed in any order; each session keeps the order in
+/// which its transactions appear. Duplicate write values or ids are reported as errors.
+pub fn build_history(txns: &[SimpleTxn]) -> Result<History, String> {
+    let mut b = HistoryBuilder::new();
+    let nsessions = txns.iter().map(|t| t.session + 1).max().unwrap_or(0);
+    for s in 0..nsessions {
+        b.begin_session(format!("s{s}"));
+        for t in txns.iter().filter(|t| t.session == s) {
+            for (kind, key, value) in &t.ops {
+                let k = b.key(key);
+                if key == NATIVE_FENCE_KEY {
+                    b.set_fence_key(k);
+                }
+                b.op(*kind, k, *value).map_err(|_| format!("key {key} written with {value} twice"))?;
+            }
+            b.finish_txn(t.id, t.status, t.start, t.commit).map_err(|_| format!("txn id {} used twice", t.id))?;
+        }
+    }
+    Ok(b.finish())
+}

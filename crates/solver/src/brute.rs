@@ -9,7 +9,7 @@ pub struct BruteForce {
 
 impl Default for BruteForce {
     fn default() -> Self {
-        BruteForce { max_vars: 22 }
+        BruteForce { max_vars: 14 }
     }
 }
 

@@ -1,0 +1,175 @@
+//! Shared by the checker's tests: a brute-force serializability oracle and a generator of small
+//! random histories that are serializable about half the time.
+#![allow(dead_code)]
+
+use krait_history::{History, OpKind, TxnId, TxnStatus, NO_TIME};
+use std::collections::HashSet;
+
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Is there a serial order of the committed transactions (plus any subset of those with unknown
+/// outcome) that respects session order — and real time, when `strict` gives the drift — in
+/// which every read returns the latest write? Depth-first search over orders, remembering
+/// dead ends by (placed set, latest writer per key).
+pub fn serializable(h: &History, strict: Option<u64>) -> bool {
+    let n = h.num_txns();
+    assert!(n <= 16);
+    let sessions: Vec<Vec<TxnId>> = (0..h.num_sessions()).map(|s| h.session_range(s).collect()).collect();
+    let mut state: Vec<Option<u64>> = vec![None; h.num_keys()];
+    let mut dead: HashSet<(u32, Vec<Option<u64>>)> = HashSet::new();
+    fn go(
+        h: &History,
+        sessions: &[Vec<TxnId>],
+        strict: Option<u64>,
+        done: u32,
+        skipped: u32,
+        state: &mut Vec<Option<u64>>,
+        dead: &mut HashSet<(u32, Vec<Option<u64>>)>,
+    ) -> bool {
+        let all_committed = (0..h.num_txns()).all(|t| {
+            h.txn_status[t] != TxnStatus::Committed || done & (1 << t) != 0
+        });
+        if all_committed {
+            return true;
+        }
+        if dead.contains(&(done | (skipped << 16), state.clone())) {
+            return false;
+        }
+        for s in sessions {
+            // The next transaction of this session not yet placed or skipped.
+            let Some(&t) = s.iter().find(|&&t| done & (1 << t) == 0 && skipped & (1 << t) == 0) else { continue };
+            let st = h.txn_status[t as usize];
+            if st == TxnStatus::Aborted {
+                // Aborted transactions take no part; they do not block their session.
+                if go(h, sessions, strict, done, skipped | (1 << t), state, dead) {
+                    return true;
+                }
+                continue;
+            }
+            if st == TxnStatus::Unknown && go(h, sessions, strict, done, skipped | (1 << t), state, dead) {
+                return true;
+            }
+            // Real time: everything that finished (beyond the drift) before t started must be
+            // placed already.
+            if let Some(d) = strict {
+                let ts = h.txn_start[t as usize];
+                let blocked = (0..h.num_txns()).any(|u| {
+                    u != t as usize
+                        && done & (1 << u) == 0
+                        && skipped & (1 << u) == 0
+                        && h.txn_status[u] == TxnStatus::Committed
+                        && h.txn_commit[u] != NO_TIME
+                        && h.txn_commit[u].saturating_add(d) < ts
+                });
+                if blocked {
+                    continue;
+                }
+            }
+            let saved = state.clone();
+            let mut ok = true;
+            for o in h.ops(t) {
+                let k = h.op_key[o] as usize;
+                match h.op_kind[o] {
+                    OpKind::Write => state[k] = Some(h.op_value[o]),
+                    OpKind::Read => ok &= state[k] == Some(h.op_value[o]),
+                    OpKind::ReadInit => ok &= state[k].is_none(),
+                }
+                if !ok {
+                    break;
+                }
+            }
+            if ok && go(h, sessions, strict, done | (1 << t), skipped, state, dead) {
+                return true;
+            }
+            *state = saved;
+        }
+        dead.insert((done | (skipped << 16), state.clone()));
+        false
+    }
+    go(h, &sessions, strict, 0, 0, &mut state, &mut dead)
+}
+
+/// A small random history: a serial execution in which some reads go stale, some transactions
+/// abort or end unknown, and the order transactions are logged per session is sometimes
+/// perturbed.
+pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
+    let n = 2 + r.below(max_txns - 1);
+    let nsessions = 1 + r.below(3) as usize;
+    let key = |k: u64| format!("k{k}");
+    let mut versions: Vec<Vec<u64>> = vec![Vec::new(); keys as usize];
+    let mut next = 1u64;
+    let mut txns = Vec::new();
+    let mut time = 0u64;
+    for i in 0..n {
+        let mut t = krait_history::SimpleTxn::new(r.below(nsessions as u64) as usize, 100 + i);
+        let nops = 1 + r.below(4);
+        let mut own: Vec<Option<u64>> = vec![None; keys as usize];
+        for _ in 0..nops {
+            let k = r.below(keys);
+            if r.chance(50) {
+                let v = match own[k as usize] {
+                    Some(v) if !r.chance(5) => Some(v),
+                    _ => {
+                        let vs = &versions[k as usize];
+                        if r.chance(15) && !vs.is_empty() {
+                            // Stale: any earlier version, or the initial one.
+                            let i = r.below(vs.len() as u64 + 1) as usize;
+                            if i == vs.len() {
+                                None
+                            } else {
+                                Some(vs[i])
+                            }
+                        } else {
+                            vs.last().copied()
+                        }
+                    }
+                };
+                t = match v {
+                    Some(v) => t.r(&key(k), v),
+                    None => t.r0(&key(k)),
+                };
+            } else {
+                let v = next;
+                next += 1;
+                own[k as usize] = Some(v);
+                t = t.w(&key(k), v);
+            }
+        }
+        let status = match r.below(20) {
+            0 => TxnStatus::Aborted,
+            1 => TxnStatus::Unknown,
+            _ => TxnStatus::Committed,
+        };
+        if status != TxnStatus::Aborted || r.chance(20) {
+            // Aborted writes are occasionally visible (a G1a to find).
+            for (k, v) in own.iter().enumerate() {
+                if let Some(v) = v {
+                    versions[k].push(*v);
+                }
+            }
+        }
+        let start = time + r.below(3);
+        time += 2 + r.below(3);
+        t = t.status(status).times(start, time);
+        txns.push(t);
+    }
+    if r.chance(10) && txns.len() > 2 {
+        let i = r.below(txns.len() as u64 - 1) as usize;
+        txns.swap(i, i + 1);
+    }
+    krait_history::build_history(&txns).expect("values are unique")
+}
