@@ -60,7 +60,11 @@ impl Built {
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but
 /// that an included transaction read from (so they must have committed).
 fn included(h: &History, r: &Resolution) -> (Vec<bool>, usize) {
-    let mut inc: Vec<bool> = h.txn_status.iter().map(|&s| s == TxnStatus::Committed).collect();
+    let mut inc: Vec<bool> = h
+        .txn_status
+        .iter()
+        .map(|&s| s == TxnStatus::Committed)
+        .collect();
     loop {
         let mut changed = false;
         for t in 0..h.num_txns() {
@@ -80,8 +84,9 @@ fn included(h: &History, r: &Resolution) -> (Vec<bool>, usize) {
             break;
         }
     }
-    let excluded_unknown =
-        (0..h.num_txns()).filter(|&t| !inc[t] && h.txn_status[t] == TxnStatus::Unknown).count();
+    let excluded_unknown = (0..h.num_txns())
+        .filter(|&t| !inc[t] && h.txn_status[t] == TxnStatus::Unknown)
+        .count();
     (inc, excluded_unknown)
 }
 
@@ -156,7 +161,9 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
                     let own = scratch[slot].1;
                     if own != NONE {
                         if src != own {
-                            return Err(Box::new(Certificate::own_write_not_seen(h, r, t, o as u32, own)));
+                            return Err(Box::new(Certificate::own_write_not_seen(
+                                h, r, t, o as u32, own,
+                            )));
                         }
                         continue;
                     }
@@ -172,7 +179,10 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
                             return Err(Box::new(Certificate::aborted_read(h, r, o as u32)));
                         }
                         // The version must be the writer's last write of the key.
-                        if h.ops(w).filter(|&x| x > src as usize).any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k) {
+                        if h.ops(w)
+                            .filter(|&x| x > src as usize)
+                            .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+                        {
                             return Err(Box::new(Certificate::intermediate_read(h, r, o as u32)));
                         }
                     }
@@ -213,7 +223,11 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
             if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
                 let t1 = node_txn[w[0].2 as usize - 1];
                 let t2 = node_txn[w[1].2 as usize - 1];
-                let p = if w[0].1 == INIT { None } else { Some(node_txn[w[0].1 as usize - 1]) };
+                let p = if w[0].1 == INIT {
+                    None
+                } else {
+                    Some(node_txn[w[0].1 as usize - 1])
+                };
                 return Err(Box::new(Certificate::lost_update(h, w[0].0, p, t1, t2)));
             }
         }
@@ -312,7 +326,11 @@ fn chains_and_constraints(
             Vec::new()
         };
         for &w in &writers {
-            let pred = if many { pred_set.binary_search(&w).is_ok() } else { has_pred(w) };
+            let pred = if many {
+                pred_set.binary_search(&w).is_ok()
+            } else {
+                has_pred(w)
+            };
             if pred {
                 continue;
             }
@@ -378,11 +396,22 @@ fn chains_and_constraints(
                     if Some(j) == init_chain {
                         continue;
                     }
-                    let (hi, ti, hj, tj) = (chains[i][0], *chains[i].last().unwrap(), chains[j][0], *chains[j].last().unwrap());
+                    let (hi, ti, hj, tj) = (
+                        chains[i][0],
+                        *chains[i].last().unwrap(),
+                        chains[j][0],
+                        *chains[j].last().unwrap(),
+                    );
                     let s = b.cedges.len() as u32;
                     b.cedges.push((gates[i].0, hj, Label::fact(gates[i].1, k)));
                     b.cedges.push((gates[j].0, hi, Label::fact(gates[j].1, k)));
-                    b.constraints.push(Constraint { key: k, a: (hi, ti), b: (hj, tj), first: (s, s + 1), second: (s + 1, s + 2) });
+                    b.constraints.push(Constraint {
+                        key: k,
+                        a: (hi, ti),
+                        b: (hj, tj),
+                        first: (s, s + 1),
+                        second: (s + 1, s + 2),
+                    });
                 }
             }
         } else {
@@ -444,7 +473,12 @@ fn explicit_constraints<'a>(
             if j == i || Some(j) == init_chain {
                 continue;
             }
-            let (hi, ti, hj, tj) = (chains[i][0], *chains[i].last().unwrap(), chains[j][0], *chains[j].last().unwrap());
+            let (hi, ti, hj, tj) = (
+                chains[i][0],
+                *chains[i].last().unwrap(),
+                chains[j][0],
+                *chains[j].last().unwrap(),
+            );
             if coalesce {
                 if j < i {
                     continue;
@@ -454,7 +488,13 @@ fn explicit_constraints<'a>(
                 let m = b.cedges.len() as u32;
                 b.cedges.extend(set(j, i));
                 let e = b.cedges.len() as u32;
-                b.constraints.push(Constraint { key: k, a: (hi, ti), b: (hj, tj), first: (s, m), second: (m, e) });
+                b.constraints.push(Constraint {
+                    key: k,
+                    a: (hi, ti),
+                    b: (hj, tj),
+                    first: (s, m),
+                    second: (m, e),
+                });
             } else {
                 // For each edge of "i before j": that edge, or j precedes all of i. With no reader
                 // of i's tail to speak for it, the edge is i's tail → j's head.
@@ -462,7 +502,13 @@ fn explicit_constraints<'a>(
                     let s = b.cedges.len() as u32;
                     b.cedges.push((u, v, l));
                     b.cedges.push((tj, hi, Label::fact(EdgeKind::Ww, k)));
-                    b.constraints.push(Constraint { key: k, a: (hi, ti), b: (hj, tj), first: (s, s + 1), second: (s + 1, s + 2) });
+                    b.constraints.push(Constraint {
+                        key: k,
+                        a: (hi, ti),
+                        b: (hj, tj),
+                        first: (s, s + 1),
+                        second: (s + 1, s + 2),
+                    });
                 }
             }
         }

@@ -126,7 +126,11 @@ fn describe_read(h: &History, r: &Resolution, o: u32) -> String {
     match r.read_from[o as usize] {
         FROM_INIT => format!("r({k}) = initial"),
         FROM_NOBODY => format!("r({k}) = {} (written by nobody)", h.op_value[o as usize]),
-        w => format!("r({k}) = {} from {}", h.op_value[o as usize], txn_name(h, r.op_txn[w as usize])),
+        w => format!(
+            "r({k}) = {} from {}",
+            h.op_value[o as usize],
+            txn_name(h, r.op_txn[w as usize])
+        ),
     }
 }
 
@@ -156,8 +160,20 @@ fn txns(h: &History, r: &Resolution, ts: &[TxnId]) -> Vec<CertTxn> {
     seen.into_iter().map(|t| describe_txn(h, r, t)).collect()
 }
 
-fn simple(anomaly: Anomaly, summary: String, h: &History, r: &Resolution, ts: &[TxnId]) -> Certificate {
-    Certificate { anomaly, summary, cycle: Vec::new(), constraints: Vec::new(), txns: txns(h, r, ts) }
+fn simple(
+    anomaly: Anomaly,
+    summary: String,
+    h: &History,
+    r: &Resolution,
+    ts: &[TxnId],
+) -> Certificate {
+    Certificate {
+        anomaly,
+        summary,
+        cycle: Vec::new(),
+        constraints: Vec::new(),
+        txns: txns(h, r, ts),
+    }
 }
 
 impl Certificate {
@@ -244,13 +260,25 @@ impl Certificate {
         simple(Anomaly::G1b, summary, h, r, &[t, w])
     }
 
-    pub fn own_write_not_seen(h: &History, r: &Resolution, t: TxnId, o: u32, own: u32) -> Certificate {
+    pub fn own_write_not_seen(
+        h: &History,
+        r: &Resolution,
+        t: TxnId,
+        o: u32,
+        own: u32,
+    ) -> Certificate {
         let k = key_name(h, h.op_key[o as usize]);
         let seen = match r.read_from[o as usize] {
             FROM_INIT => "the initial value".to_string(),
             FROM_NOBODY => format!("{} (written by nobody)", h.op_value[o as usize]),
-            x if r.op_txn[x as usize] == t => format!("its own earlier write {}", h.op_value[x as usize]),
-            x => format!("{} from {}", h.op_value[x as usize], txn_name(h, r.op_txn[x as usize])),
+            x if r.op_txn[x as usize] == t => {
+                format!("its own earlier write {}", h.op_value[x as usize])
+            }
+            x => format!(
+                "{} from {}",
+                h.op_value[x as usize],
+                txn_name(h, r.op_txn[x as usize])
+            ),
         };
         let summary = format!(
             "{} wrote {k} = {} and then read {k} as {seen}: a transaction must see its own latest write",
@@ -274,10 +302,21 @@ impl Certificate {
         simple(Anomaly::ReadOfNobody, summary, h, r, &[t])
     }
 
-    pub fn non_repeatable(h: &History, r: &Resolution, t: TxnId, k: u32, a: u32, b: u32) -> Certificate {
+    pub fn non_repeatable(
+        h: &History,
+        r: &Resolution,
+        t: TxnId,
+        k: u32,
+        a: u32,
+        b: u32,
+    ) -> Certificate {
         let src = |x: u32| match x {
             FROM_INIT => "the initial version".to_string(),
-            x => format!("{} (from {})", h.op_value[x as usize], txn_name(h, r.op_txn[x as usize])),
+            x => format!(
+                "{} (from {})",
+                h.op_value[x as usize],
+                txn_name(h, r.op_txn[x as usize])
+            ),
         };
         let summary = format!(
             "{} read {} twice and saw two versions: {} and then {}",
@@ -295,7 +334,13 @@ impl Certificate {
         simple(Anomaly::NonRepeatableRead, summary, h, r, &ts)
     }
 
-    pub fn lost_update(h: &History, k: u32, from: Option<TxnId>, t1: TxnId, t2: TxnId) -> Certificate {
+    pub fn lost_update(
+        h: &History,
+        k: u32,
+        from: Option<TxnId>,
+        t1: TxnId,
+        t2: TxnId,
+    ) -> Certificate {
         let r = krait_history::resolve(h);
         let kn = key_name(h, k);
         let version = match from {
@@ -330,7 +375,13 @@ impl Certificate {
         if let Some(w) = from {
             ts.push(w);
         }
-        Certificate { anomaly: Anomaly::LostUpdate, summary, cycle, constraints: Vec::new(), txns: txns(h, &r, &ts) }
+        Certificate {
+            anomaly: Anomaly::LostUpdate,
+            summary,
+            cycle,
+            constraints: Vec::new(),
+            txns: txns(h, &r, &ts),
+        }
     }
 }
 
@@ -365,16 +416,25 @@ impl Explainer<'_> {
     /// The external read of key k in node n: (op, value text).
     fn read_of(&self, n: Node, k: u32) -> Option<usize> {
         let t = self.b.txn_of(n)?;
-        self.h.ops(t).find(|&o| self.h.op_kind[o] != OpKind::Write && self.h.op_key[o] == k)
+        self.h
+            .ops(t)
+            .find(|&o| self.h.op_kind[o] != OpKind::Write && self.h.op_key[o] == k)
     }
     fn write_of(&self, n: Node, k: u32) -> Option<usize> {
         let t = self.b.txn_of(n)?;
-        self.h.ops(t).filter(|&o| self.h.op_kind[o] == OpKind::Write && self.h.op_key[o] == k).last()
+        self.h
+            .ops(t)
+            .rev()
+            .find(|&o| self.h.op_kind[o] == OpKind::Write && self.h.op_key[o] == k)
     }
     fn version_text(&self, o: usize) -> String {
         match self.r.read_from[o] {
             FROM_INIT => "the initial version".to_string(),
-            w => format!("{} (written by {})", self.h.op_value[o], txn_name(self.h, self.r.op_txn[w as usize])),
+            w => format!(
+                "{} (written by {})",
+                self.h.op_value[o],
+                txn_name(self.h, self.r.op_txn[w as usize])
+            ),
         }
     }
 
@@ -384,10 +444,16 @@ impl Explainer<'_> {
         let kn = key.clone().unwrap_or_default();
         let explanation = match l.kind {
             EdgeKind::Session => {
-                let s = self.b.txn_of(u).map(|t| self.h.session_names[self.h.session_of(t)].clone()).unwrap_or_default();
+                let s = self
+                    .b
+                    .txn_of(u)
+                    .map(|t| self.h.session_names[self.h.session_of(t)].clone())
+                    .unwrap_or_default();
                 format!("{a} came before {b} in session {s}")
             }
-            EdgeKind::RealTime => format!("{a} committed before {b} started (real time, beyond the clock-drift allowance)"),
+            EdgeKind::RealTime => format!(
+                "{a} committed before {b} started (real time, beyond the clock-drift allowance)"
+            ),
             EdgeKind::Wr => match self.read_of(v, l.key) {
                 Some(o) => format!("{b} read {kn} = {}, which {a} wrote", self.h.op_value[o]),
                 None => format!("{b} read {kn} from {a}"),
@@ -401,20 +467,36 @@ impl Explainer<'_> {
                 _ => format!("{a}'s write of {kn} precedes {b}'s"),
             },
             EdgeKind::Rw => match self.read_of(u, l.key) {
-                Some(o) => format!("{a} read {kn} = {}, which {b} overwrote", self.version_text(o)),
+                Some(o) => format!(
+                    "{a} read {kn} = {}, which {b} overwrote",
+                    self.version_text(o)
+                ),
                 None => format!("{a} read a version of {kn} that {b} overwrote"),
             },
         };
-        CertEdge { from: a, to: b, kind: l.kind, key, explanation, forced_because: None }
+        CertEdge {
+            from: a,
+            to: b,
+            kind: l.kind,
+            key,
+            explanation,
+            forced_because: None,
+        }
     }
 
     /// Words for a path of graph edges, folding gate nodes into the edge that passes them.
-    pub fn path(&self, edges: &[(Node, Node, Label)], why: &dyn Fn(&Label) -> Option<String>) -> Vec<CertEdge> {
+    pub fn path(
+        &self,
+        edges: &[(Node, Node, Label)],
+        why: &dyn Fn(&Label) -> Option<String>,
+    ) -> Vec<CertEdge> {
         let mut out = Vec::new();
         let mut i = 0;
         // Start the walk at a non-gate node so folding never wraps around.
         let n = edges.len();
-        let start = (0..n).find(|&j| edges[j].0 < self.b.first_gate).unwrap_or(0);
+        let start = (0..n)
+            .find(|&j| edges[j].0 < self.b.first_gate)
+            .unwrap_or(0);
         while i < n {
             let (u, mut v, l) = edges[(start + i) % n];
             let mut forced = why(&l);

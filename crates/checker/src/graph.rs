@@ -48,7 +48,11 @@ pub const NO_CONSTRAINT: u32 = u32::MAX;
 
 impl Label {
     pub fn fact(kind: EdgeKind, key: u32) -> Label {
-        Label { kind, key, constraint: NO_CONSTRAINT }
+        Label {
+            kind,
+            key,
+            constraint: NO_CONSTRAINT,
+        }
     }
 }
 
@@ -182,7 +186,8 @@ pub fn best_cycle(
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let mut best: Option<((u32, u32), Vec<u32>)> = None;
-    let mut dist: std::collections::HashMap<Node, ((u32, u32), Node, u32)> = std::collections::HashMap::new();
+    let mut dist: std::collections::HashMap<Node, ((u32, u32), Node, u32)> =
+        std::collections::HashMap::new();
     for &s in members.iter().take(max_starts) {
         dist.clear();
         let mut heap = BinaryHeap::new();
@@ -282,7 +287,13 @@ impl ChainReach {
         n * nchains * 4
     }
 
-    pub fn build(n: usize, nchains: usize, chain_of: Vec<(u32, u32)>, csr: &Csr, order: &[Node]) -> ChainReach {
+    pub fn build(
+        n: usize,
+        nchains: usize,
+        chain_of: Vec<(u32, u32)>,
+        csr: &Csr,
+        order: &[Node],
+    ) -> ChainReach {
         let c = nchains;
         let mut minpos = vec![u32::MAX; n * c];
         let mut row = vec![u32::MAX; c];
@@ -302,7 +313,11 @@ impl ChainReach {
             }
             minpos[xi * c..xi * c + c].copy_from_slice(&row);
         }
-        ChainReach { nchains: c, chain_of, minpos }
+        ChainReach {
+            nchains: c,
+            chain_of,
+            minpos,
+        }
     }
 
     /// x ⇝ y for y on a chain.

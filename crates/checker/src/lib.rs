@@ -79,7 +79,9 @@ pub enum Verdict {
     Accept,
     Reject(Box<Certificate>),
     /// The solver's budget ran out before an answer.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
 }
 
 impl Verdict {
@@ -156,7 +158,10 @@ impl std::error::Error for CheckError {}
 pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
     let t0 = Instant::now();
     let r = krait_history::resolve(h);
-    let mut timings = Timings { resolve: t0.elapsed(), ..Default::default() };
+    let mut timings = Timings {
+        resolve: t0.elapsed(),
+        ..Default::default()
+    };
     let mut stats = CheckStats::default();
     let t1 = Instant::now();
     let built = build::build(h, &r, opts);
@@ -164,7 +169,12 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
         Ok(b) => b,
         Err(cert) => {
             timings.graph = t1.elapsed();
-            return Ok(Report { verdict: Verdict::Reject(cert), stats, timings, order: None });
+            return Ok(Report {
+                verdict: Verdict::Reject(cert),
+                stats,
+                timings,
+                order: None,
+            });
         }
     };
     if let Some(drift) = opts.strict {
@@ -186,7 +196,12 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
             let t = Instant::now();
             let cert = cycle_certificate(h, &r, &b, &cycle_nodes);
             timings.certificate = t.elapsed();
-            return Ok(Report { verdict: Verdict::Reject(Box::new(cert)), stats, timings, order: None });
+            return Ok(Report {
+                verdict: Verdict::Reject(Box::new(cert)),
+                stats,
+                timings,
+                order: None,
+            });
         }
     };
     stats.constraints_after_prune = remaining.len();
@@ -196,16 +211,33 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
     timings.solve = t3.elapsed();
     match solved {
         Solved::Sat(chosen) => {
-            let order = opts.want_order.then(|| serial_order(h, &b, &remaining, &chosen));
-            Ok(Report { verdict: Verdict::Accept, stats, timings, order })
+            let order = opts
+                .want_order
+                .then(|| serial_order(h, &b, &remaining, &chosen));
+            Ok(Report {
+                verdict: Verdict::Accept,
+                stats,
+                timings,
+                order,
+            })
         }
         Solved::Unsat(core) => {
             let t = Instant::now();
             let cert = unsat_certificate(h, &r, &b, &remaining, &core);
             timings.certificate = t.elapsed();
-            Ok(Report { verdict: Verdict::Reject(Box::new(cert)), stats, timings, order: None })
+            Ok(Report {
+                verdict: Verdict::Reject(Box::new(cert)),
+                stats,
+                timings,
+                order: None,
+            })
         }
-        Solved::Unknown(reason) => Ok(Report { verdict: Verdict::Unknown { reason }, stats, timings, order: None }),
+        Solved::Unknown(reason) => Ok(Report {
+            verdict: Verdict::Unknown { reason },
+            stats,
+            timings,
+            order: None,
+        }),
     }
 }
 
@@ -224,7 +256,9 @@ fn gate_preds(b: &Built) -> Csr {
 enum Reach {
     Chains(ChainReach),
     /// Fallback without an index: search bounded by topological position.
-    Search { pos: Vec<u32> },
+    Search {
+        pos: Vec<u32>,
+    },
 }
 
 struct ReachCtx<'a> {
@@ -243,7 +277,10 @@ impl ReachCtx<'_> {
         match &self.reach {
             Reach::Chains(cr) => {
                 if y >= self.first_gate {
-                    self.preds.succ(y).iter().any(|&(p, _)| p == x || cr.reaches_chained(x, p))
+                    self.preds
+                        .succ(y)
+                        .iter()
+                        .any(|&(p, _)| p == x || cr.reaches_chained(x, p))
                 } else {
                     cr.reaches_chained(x, y)
                 }
@@ -283,17 +320,21 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
     let mut round = 0;
     loop {
         let csr = csr_of(b);
-        let order = match graph::topo_order(b.num_nodes, &csr) {
-            Ok(o) => o,
-            Err(left) => return Err(left),
-        };
+        let order = graph::topo_order(b.num_nodes, &csr)?;
         if !opts.prune || round >= opts.prune_rounds || remaining.is_empty() {
             break;
         }
         round += 1;
         let preds = gate_preds(b);
-        let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap {
-            Reach::Chains(ChainReach::build(b.num_nodes, b.num_chains, b.chain_of.clone(), &csr, &order))
+        let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap
+        {
+            Reach::Chains(ChainReach::build(
+                b.num_nodes,
+                b.num_chains,
+                b.chain_of.clone(),
+                &csr,
+                &order,
+            ))
         } else {
             let mut pos = vec![0u32; b.num_nodes];
             for (i, &x) in order.iter().enumerate() {
@@ -301,7 +342,12 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
             }
             Reach::Search { pos }
         };
-        let ctx = ReachCtx { reach, csr: &csr, preds: &preds, first_gate: b.first_gate };
+        let ctx = ReachCtx {
+            reach,
+            csr: &csr,
+            preds: &preds,
+            first_gate: b.first_gate,
+        };
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
         let decisions: Vec<u8> = remaining
             .par_iter()
@@ -362,7 +408,12 @@ fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -
     let mut all = b.edges.clone();
     for &ci in remaining {
         let c = &b.constraints[ci as usize];
-        all.extend(b.first_edges(c).iter().chain(b.second_edges(c)).map(|&(u, v, _)| (u, v)));
+        all.extend(
+            b.first_edges(c)
+                .iter()
+                .chain(b.second_edges(c))
+                .map(|&(u, v, _)| (u, v)),
+        );
     }
     let csr = Csr::build(b.num_nodes, &all, false);
     drop(all);
@@ -378,7 +429,8 @@ fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -
     stats.components = groups.len();
     stats.largest_component_constraints = groups.first().map(|g| g.1.len()).unwrap_or(0);
     // Members of each component, for local numbering.
-    let mut members: std::collections::HashMap<u32, Vec<Node>> = groups.iter().map(|g| (g.0, Vec::new())).collect();
+    let mut members: std::collections::HashMap<u32, Vec<Node>> =
+        groups.iter().map(|g| (g.0, Vec::new())).collect();
     for x in 0..b.num_nodes as Node {
         if let Some(m) = members.get_mut(&comp[x as usize]) {
             m.push(x);
@@ -441,7 +493,9 @@ fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -
             Outcome::Unsat { core } => {
                 return Solved::Unsat(core.iter().map(|v| cons[v.0 as usize]).collect());
             }
-            Outcome::Unknown(r) => unknown = Some(format!("solver stopped ({r:?}) before an answer")),
+            Outcome::Unknown(r) => {
+                unknown = Some(format!("solver stopped ({r:?}) before an answer"))
+            }
         }
     }
     match unknown {
@@ -454,12 +508,20 @@ fn serial_order(h: &History, b: &Built, remaining: &[u32], chosen: &[bool]) -> V
     let mut edges = b.edges.clone();
     for (i, &ci) in remaining.iter().enumerate() {
         let c = &b.constraints[ci as usize];
-        let es = if chosen[i] { b.first_edges(c) } else { b.second_edges(c) };
+        let es = if chosen[i] {
+            b.first_edges(c)
+        } else {
+            b.second_edges(c)
+        };
         edges.extend(es.iter().map(|&(u, v, _)| (u, v)));
     }
     let csr = Csr::build(b.num_nodes, &edges, false);
     let order = graph::topo_order(b.num_nodes, &csr).expect("a satisfying choice is acyclic");
-    order.into_iter().filter_map(|n| b.txn_of(n)).map(|t| h.txn_ext[t as usize]).collect()
+    order
+        .into_iter()
+        .filter_map(|n| b.txn_of(n))
+        .map(|t| h.txn_ext[t as usize])
+        .collect()
 }
 
 fn edge_weight(labels: &[Label]) -> impl Fn(u32) -> u32 + '_ {
@@ -478,22 +540,44 @@ fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -
     // Which option was added? The one whose first edge matches this label's constraint; the
     // other option's edge (u→v) is blocked by a path v ⇝ u.
     let first_added = b.edges.iter().zip(&b.labels).any(|(&(u, v), lab)| {
-        lab.constraint == l.constraint && b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
+        lab.constraint == l.constraint
+            && b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
     });
     let (other, other_desc) = if first_added {
-        (b.second_edges(c), format!("{hb}'s writes of {key} after {ha}'s"))
+        (
+            b.second_edges(c),
+            format!("{hb}'s writes of {key} after {ha}'s"),
+        )
     } else {
-        (b.first_edges(c), format!("{ha}'s writes of {key} after {hb}'s"))
+        (
+            b.first_edges(c),
+            format!("{ha}'s writes of {key} after {hb}'s"),
+        )
     };
     let other_desc = format!("the other version order ({other_desc}) is impossible");
     for &(u, v, ol) in other {
         if let Some(path) = graph::shortest_path(b.num_nodes, csr, v, u) {
-            let mut es: Vec<(Node, Node, Label)> =
-                path.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+            let mut es: Vec<(Node, Node, Label)> = path
+                .iter()
+                .map(|&e| {
+                    (
+                        b.edges[e as usize].0,
+                        b.edges[e as usize].1,
+                        b.labels[e as usize],
+                    )
+                })
+                .collect();
             es.push((u, v, ol));
             let words = x.path(&es, &|_| None);
-            let chain: Vec<String> = words.iter().map(|e| format!("{} -{}-> ", e.from, e.kind.short())).collect();
-            return Some(format!("{other_desc}: it would close the cycle {}{}", chain.concat(), words[0].from));
+            let chain: Vec<String> = words
+                .iter()
+                .map(|e| format!("{} -{}-> ", e.from, e.kind.short()))
+                .collect();
+            return Some(format!(
+                "{other_desc}: it would close the cycle {}{}",
+                chain.concat(),
+                words[0].from
+            ));
         }
     }
     Some(other_desc)
@@ -510,20 +594,50 @@ fn cycle_certificate(h: &History, r: &Resolution, b: &Built, _left: &[Node]) -> 
     let mut comps: Vec<(u32, Vec<Node>)> = sizes.into_iter().filter(|(_, m)| m.len() > 1).collect();
     comps.sort_by_key(|(_, m)| m.len());
     let (cid, members) = comps.into_iter().next().expect("a cycle exists");
-    let starts: Vec<Node> = members.iter().copied().filter(|&x| x < b.first_gate).collect();
-    let cyc = graph::best_cycle(&csr, &comp, cid, &starts, edge_weight(&b.labels), 64).expect("a cycle in an SCC");
-    let es: Vec<(Node, Node, Label)> =
-        cyc.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+    let starts: Vec<Node> = members
+        .iter()
+        .copied()
+        .filter(|&x| x < b.first_gate)
+        .collect();
+    let cyc = graph::best_cycle(&csr, &comp, cid, &starts, edge_weight(&b.labels), 64)
+        .expect("a cycle in an SCC");
+    let es: Vec<(Node, Node, Label)> = cyc
+        .iter()
+        .map(|&e| {
+            (
+                b.edges[e as usize].0,
+                b.edges[e as usize].1,
+                b.labels[e as usize],
+            )
+        })
+        .collect();
     let x = cert::Explainer { h, r, b };
     let why = |l: &Label| forced_reason(h, r, b, &csr, l);
     let cycle = x.path(&es, &why);
     let anomaly = cert::classify(&cycle);
     let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
-    let summary = format!("{}: cycle {} -> {}", anomaly.name(), names.join(" -> "), names[0]);
-    Certificate { anomaly, summary, txns: x.txns_of_edges(&es), cycle, constraints: Vec::new() }
+    let summary = format!(
+        "{}: cycle {} -> {}",
+        anomaly.name(),
+        names.join(" -> "),
+        names[0]
+    );
+    Certificate {
+        anomaly,
+        summary,
+        txns: x.txns_of_edges(&es),
+        cycle,
+        constraints: Vec::new(),
+    }
 }
 
-fn unsat_certificate(h: &History, r: &Resolution, b: &Built, remaining: &[u32], core: &[u32]) -> Certificate {
+fn unsat_certificate(
+    h: &History,
+    r: &Resolution,
+    b: &Built,
+    remaining: &[u32],
+    core: &[u32],
+) -> Certificate {
     let x = cert::Explainer { h, r, b };
     let csr = csr_of(b);
     let mut txn_ids: Vec<TxnId> = Vec::new();
@@ -539,13 +653,24 @@ fn unsat_certificate(h: &History, r: &Resolution, b: &Built, remaining: &[u32], 
         }
         let option = |es: &[(Node, Node, Label)], choice: String| CertOption {
             choice,
-            edges: es.iter().map(|&(u, v, l)| x.path(&[(u, v, l)], &|_| None).remove(0)).collect(),
+            edges: es
+                .iter()
+                .map(|&(u, v, l)| x.path(&[(u, v, l)], &|_| None).remove(0))
+                .collect(),
             closes_cycle: es
                 .iter()
                 .find_map(|&(u, v, l)| {
                     graph::shortest_path(b.num_nodes, &csr, v, u).map(|p| {
-                        let mut es: Vec<(Node, Node, Label)> =
-                            p.iter().map(|&e| (b.edges[e as usize].0, b.edges[e as usize].1, b.labels[e as usize])).collect();
+                        let mut es: Vec<(Node, Node, Label)> = p
+                            .iter()
+                            .map(|&e| {
+                                (
+                                    b.edges[e as usize].0,
+                                    b.edges[e as usize].1,
+                                    b.labels[e as usize],
+                                )
+                            })
+                            .collect();
                         es.push((u, v, l));
                         x.path(&es, &|_| None)
                     })
@@ -555,8 +680,14 @@ fn unsat_certificate(h: &History, r: &Resolution, b: &Built, remaining: &[u32], 
         constraints.push(CertConstraint {
             key: key.clone(),
             options: [
-                option(b.first_edges(c), format!("chain of {key} from {ha} before chain from {hb}")),
-                option(b.second_edges(c), format!("chain of {key} from {hb} before chain from {ha}")),
+                option(
+                    b.first_edges(c),
+                    format!("chain of {key} from {ha} before chain from {hb}"),
+                ),
+                option(
+                    b.second_edges(c),
+                    format!("chain of {key} from {hb} before chain from {ha}"),
+                ),
             ],
         });
     }
@@ -577,7 +708,9 @@ fn unsat_certificate(h: &History, r: &Resolution, b: &Built, remaining: &[u32], 
                     seen.push(t);
                 }
             }
-            seen.into_iter().map(|t| cert::describe_txn(h, r, t)).collect()
+            seen.into_iter()
+                .map(|t| cert::describe_txn(h, r, t))
+                .collect()
         },
     }
 }

@@ -15,7 +15,9 @@ pub fn add_edges(h: &History, b: &mut Built, drift: u64) -> Result<usize, CheckE
     for (i, &t) in b.node_txn.iter().enumerate() {
         let (s, c) = (h.txn_start[t as usize], h.txn_commit[t as usize]);
         if s == NO_TIME || c == NO_TIME {
-            return Err(CheckError::MissingTimestamp { txn: h.display_txn(t) });
+            return Err(CheckError::MissingTimestamp {
+                txn: h.display_txn(t),
+            });
         }
         commits.push((c, i as Node + 1));
     }
@@ -28,7 +30,8 @@ pub fn add_edges(h: &History, b: &mut Built, drift: u64) -> Result<usize, CheckE
         b.edges.push((n, first_point + k as Node));
         b.labels.push(label);
         if k + 1 < commits.len() {
-            b.edges.push((first_point + k as Node, first_point + k as Node + 1));
+            b.edges
+                .push((first_point + k as Node, first_point + k as Node + 1));
             b.labels.push(label);
         }
     }

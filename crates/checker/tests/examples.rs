@@ -15,7 +15,10 @@ fn reject(hist: &History) -> krait_checker::Certificate {
 }
 
 fn cycle_kinds(c: &krait_checker::Certificate) -> Vec<(String, EdgeKind, String)> {
-    c.cycle.iter().map(|e| (e.from.clone(), e.kind, e.to.clone())).collect()
+    c.cycle
+        .iter()
+        .map(|e| (e.from.clone(), e.kind, e.to.clone()))
+        .collect()
 }
 
 /// The worked example of the paper description, §9: six transactions on x and one session edge
@@ -30,43 +33,78 @@ fn worked_example_section_9() {
         T::new(2, 5).r("x", 2),
         T::new(4, 6).r("x", 1),
     ]);
-    let rep = check(&hist, &Options { want_order: true, ..Options::default() }).unwrap();
+    let rep = check(
+        &hist,
+        &Options {
+            want_order: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(rep.verdict, Verdict::Accept);
     assert_eq!(rep.stats.constraints, 1);
     assert_eq!(rep.stats.constraints_after_prune, 0);
     assert_eq!(rep.order.unwrap(), vec![3, 4, 1, 6, 2, 5]);
     // Without pruning the solver must find the same answer.
-    let rep = check(&hist, &Options { prune: false, want_order: true, ..Options::default() }).unwrap();
+    let rep = check(
+        &hist,
+        &Options {
+            prune: false,
+            want_order: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(rep.stats.constraints_after_prune, 1);
     assert_eq!(rep.order.unwrap(), vec![3, 4, 1, 6, 2, 5]);
 }
 
 #[test]
 fn aborted_read_is_g1a() {
-    let c = reject(&h(&[T::new(0, 1).w("x", 1).status(TxnStatus::Aborted), T::new(1, 2).r("x", 1)]));
+    let c = reject(&h(&[
+        T::new(0, 1).w("x", 1).status(TxnStatus::Aborted),
+        T::new(1, 2).r("x", 1),
+    ]));
     assert_eq!(c.anomaly, Anomaly::G1a);
     assert_eq!(c.summary, "T2 read x = 1, written by T1, which aborted");
 }
 
 #[test]
 fn intermediate_read_is_g1b() {
-    let c = reject(&h(&[T::new(0, 1).w("x", 1).w("x", 2), T::new(1, 2).r("x", 1)]));
+    let c = reject(&h(&[
+        T::new(0, 1).w("x", 1).w("x", 2),
+        T::new(1, 2).r("x", 1),
+    ]));
     assert_eq!(c.anomaly, Anomaly::G1b);
-    assert_eq!(c.summary, "T2 read x = 1, an intermediate version: T1 wrote x again before committing");
+    assert_eq!(
+        c.summary,
+        "T2 read x = 1, an intermediate version: T1 wrote x again before committing"
+    );
 }
 
 #[test]
 fn read_of_unwritten_value() {
     let c = reject(&h(&[T::new(0, 1).w("x", 1), T::new(1, 2).r("x", 9)]));
     assert_eq!(c.anomaly, Anomaly::ReadOfNobody);
-    assert!(c.summary.starts_with("T2 read x = 9, a value no transaction in the history wrote"), "{}", c.summary);
+    assert!(
+        c.summary
+            .starts_with("T2 read x = 9, a value no transaction in the history wrote"),
+        "{}",
+        c.summary
+    );
 }
 
 #[test]
 fn own_write_must_be_seen() {
-    let c = reject(&h(&[T::new(0, 1).w("x", 1), T::new(1, 2).w("x", 2).r("x", 1)]));
+    let c = reject(&h(&[
+        T::new(0, 1).w("x", 1),
+        T::new(1, 2).w("x", 2).r("x", 1),
+    ]));
     assert_eq!(c.anomaly, Anomaly::OwnWriteNotSeen);
-    assert_eq!(c.summary, "T2 wrote x = 2 and then read x as 1 from T1: a transaction must see its own latest write");
+    assert_eq!(
+        c.summary,
+        "T2 wrote x = 2 and then read x as 1 from T1: a transaction must see its own latest write"
+    );
     // Reading one's own earlier (not latest) write is the same fault.
     let c = reject(&h(&[T::new(0, 2).w("x", 2).w("x", 3).r("x", 2)]));
     assert_eq!(c.anomaly, Anomaly::OwnWriteNotSeen);
@@ -76,14 +114,23 @@ fn own_write_must_be_seen() {
 fn read_of_own_later_write() {
     let c = reject(&h(&[T::new(0, 1).r("x", 5).w("x", 5)]));
     assert_eq!(c.anomaly, Anomaly::ReadOfNobody);
-    assert_eq!(c.summary, "T1 read x = 5, a value it only writes later: no execution can produce this");
+    assert_eq!(
+        c.summary,
+        "T1 read x = 5, a value it only writes later: no execution can produce this"
+    );
 }
 
 #[test]
 fn non_repeatable_read() {
-    let c = reject(&h(&[T::new(0, 1).w("x", 1), T::new(1, 2).r0("x").r("x", 1)]));
+    let c = reject(&h(&[
+        T::new(0, 1).w("x", 1),
+        T::new(1, 2).r0("x").r("x", 1),
+    ]));
     assert_eq!(c.anomaly, Anomaly::NonRepeatableRead);
-    assert_eq!(c.summary, "T2 read x twice and saw two versions: the initial version and then 1 (from T1)");
+    assert_eq!(
+        c.summary,
+        "T2 read x twice and saw two versions: the initial version and then 1 (from T1)"
+    );
 }
 
 #[test]
@@ -98,8 +145,15 @@ fn lost_update() {
     assert_eq!(c.cycle.len(), 2);
     // The same history without combining is still rejected, by the solver or pruning.
     let rep = check(
-        &h(&[T::new(0, 1).w("x", 1), T::new(1, 2).r("x", 1).w("x", 2), T::new(2, 3).r("x", 1).w("x", 3)]),
-        &Options { combine: false, ..Options::default() },
+        &h(&[
+            T::new(0, 1).w("x", 1),
+            T::new(1, 2).r("x", 1).w("x", 2),
+            T::new(2, 3).r("x", 1).w("x", 3),
+        ]),
+        &Options {
+            combine: false,
+            ..Options::default()
+        },
     )
     .unwrap();
     assert!(rep.verdict.is_reject());
@@ -117,19 +171,34 @@ fn classification_follows_adya() {
         forced_because: None,
     };
     assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Ww)]), Anomaly::G0);
-    assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Session)]), Anomaly::G0);
+    assert_eq!(
+        classify(&[e(EdgeKind::Ww), e(EdgeKind::Session)]),
+        Anomaly::G0
+    );
     assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Wr)]), Anomaly::G1c);
-    assert_eq!(classify(&[e(EdgeKind::Rw), e(EdgeKind::Wr), e(EdgeKind::Session)]), Anomaly::GSingle);
-    assert_eq!(classify(&[e(EdgeKind::Rw), e(EdgeKind::Rw)]), Anomaly::G2Item);
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Wr), e(EdgeKind::Session)]),
+        Anomaly::GSingle
+    );
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Rw)]),
+        Anomaly::G2Item
+    );
 }
 
 #[test]
 fn wr_cycle_is_g1c() {
-    let c = reject(&h(&[T::new(0, 1).w("x", 1).r("y", 2), T::new(1, 2).w("y", 2).r("x", 1)]));
+    let c = reject(&h(&[
+        T::new(0, 1).w("x", 1).r("y", 2),
+        T::new(1, 2).w("y", 2).r("x", 1),
+    ]));
     assert_eq!(c.anomaly, Anomaly::G1c);
     assert_eq!(
         cycle_kinds(&c),
-        vec![("T1".into(), EdgeKind::Wr, "T2".into()), ("T2".into(), EdgeKind::Wr, "T1".into())]
+        vec![
+            ("T1".into(), EdgeKind::Wr, "T2".into()),
+            ("T2".into(), EdgeKind::Wr, "T1".into())
+        ]
     );
     assert_eq!(c.cycle[0].explanation, "T2 read x = 1, which T1 wrote");
 }
@@ -145,9 +214,15 @@ fn read_skew_is_g_single() {
     assert_eq!(c.anomaly, Anomaly::GSingle);
     assert_eq!(
         cycle_kinds(&c),
-        vec![("T2".into(), EdgeKind::Wr, "T3".into()), ("T3".into(), EdgeKind::Rw, "T2".into())]
+        vec![
+            ("T2".into(), EdgeKind::Wr, "T3".into()),
+            ("T3".into(), EdgeKind::Rw, "T2".into())
+        ]
     );
-    assert_eq!(c.cycle[1].explanation, "T3 read y = 1 (written by T1), which T2 overwrote");
+    assert_eq!(
+        c.cycle[1].explanation,
+        "T3 read y = 1 (written by T1), which T2 overwrote"
+    );
 }
 
 #[test]
@@ -176,7 +251,14 @@ fn blind_write_cycle_needs_the_solver_or_pruning() {
     let truth_serializable = false;
     assert_eq!(out.verdict.is_accept(), truth_serializable);
     // Pruning off: the solver must find it, with an unsatisfiable set of constraints.
-    let out = check(&hist, &Options { prune: false, ..Options::default() }).unwrap();
+    let out = check(
+        &hist,
+        &Options {
+            prune: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let c = out.verdict.certificate().expect("reject").clone();
     assert_eq!(c.anomaly, Anomaly::Unsatisfiable);
     // The wr edges on y alone already rule out both orders of x: a core of one constraint.
@@ -185,7 +267,10 @@ fn blind_write_cycle_needs_the_solver_or_pruning() {
     for opt in &c.constraints[0].options {
         assert_eq!(opt.closes_cycle.len(), 2, "{opt:#?}");
     }
-    assert_eq!(c.constraints[0].options[0].edges[0].explanation, "T3 read x = 1 (written by T1), which T2 overwrote");
+    assert_eq!(
+        c.constraints[0].options[0].edges[0].explanation,
+        "T3 read x = 1 (written by T1), which T2 overwrote"
+    );
 }
 
 #[test]
@@ -196,17 +281,32 @@ fn pruned_edge_carries_its_reason() {
         T::new(2, 3).r("x", 1).r("y", 2),
         T::new(3, 4).r("x", 2).r("y", 1),
     ]);
-    let c = check(&hist, &Options::default()).unwrap().verdict.certificate().unwrap().clone();
+    let c = check(&hist, &Options::default())
+        .unwrap()
+        .verdict
+        .certificate()
+        .unwrap()
+        .clone();
     assert!(c.cycle.iter().any(|e| e.forced_because.is_some()), "{c:#?}");
 }
 
 #[test]
 fn unknown_outcome_transactions() {
     // Read by a committed transaction: it committed, and takes part.
-    let hist = h(&[T::new(0, 1).w("x", 1).status(TxnStatus::Unknown), T::new(1, 2).r("x", 1)]);
-    assert!(check(&hist, &Options::default()).unwrap().verdict.is_accept());
+    let hist = h(&[
+        T::new(0, 1).w("x", 1).status(TxnStatus::Unknown),
+        T::new(1, 2).r("x", 1),
+    ]);
+    assert!(check(&hist, &Options::default())
+        .unwrap()
+        .verdict
+        .is_accept());
     // Never read: left out, even though its reads would be impossible.
-    let hist = h(&[T::new(0, 1).w("x", 1), T::new(1, 2).r("x", 1).w("x", 2), T::new(2, 3).r("x", 1).w("x", 3).status(TxnStatus::Unknown)]);
+    let hist = h(&[
+        T::new(0, 1).w("x", 1),
+        T::new(1, 2).r("x", 1).w("x", 2),
+        T::new(2, 3).r("x", 1).w("x", 3).status(TxnStatus::Unknown),
+    ]);
     let rep = check(&hist, &Options::default()).unwrap();
     assert!(rep.verdict.is_accept());
     assert_eq!(rep.stats.unknown_outcome_excluded, 1);
@@ -221,6 +321,13 @@ fn serializable_examples_accept() {
         T::new(1, 4).r("x", 3).r("y", 1),
         T::new(2, 5).r0("z").w("z", 5),
     ]);
-    let rep = check(&hist, &Options { want_order: true, ..Options::default() }).unwrap();
+    let rep = check(
+        &hist,
+        &Options {
+            want_order: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     assert_eq!(rep.verdict, Verdict::Accept);
 }

@@ -17,7 +17,9 @@ fn all_option_sets() -> Vec<(String, Options)> {
                     ("cdcl-plain", SolverKind::Cdcl, false, false),
                     ("brute", SolverKind::BruteForce, false, false),
                 ] {
-                    let name = format!("combine={combine} coalesce={coalesce} prune={prune} solver={sname}");
+                    let name = format!(
+                        "combine={combine} coalesce={coalesce} prune={prune} solver={sname}"
+                    );
                     v.push((
                         name,
                         Options {
@@ -66,9 +68,13 @@ fn order_is_valid(h: &History, order: &[u64]) -> bool {
             return false;
         }
     }
-    let pos: std::collections::HashMap<u64, usize> = order.iter().enumerate().map(|(i, &e)| (e, i)).collect();
+    let pos: std::collections::HashMap<u64, usize> =
+        order.iter().enumerate().map(|(i, &e)| (e, i)).collect();
     for s in 0..h.num_sessions() {
-        let in_order: Vec<usize> = h.session_range(s).filter_map(|t| pos.get(&h.txn_ext[t as usize]).copied()).collect();
+        let in_order: Vec<usize> = h
+            .session_range(s)
+            .filter_map(|t| pos.get(&h.txn_ext[t as usize]).copied())
+            .collect();
         if in_order.windows(2).any(|w| w[0] > w[1]) {
             return false;
         }
@@ -94,24 +100,38 @@ fn run(count: usize, seed: u64, max_txns: u64) {
             match (&rep.verdict, truth) {
                 (Verdict::Accept, true) => {
                     let order = rep.order.as_ref().unwrap();
-                    assert!(order_is_valid(&h, order), "history {i} [{name}]: bad serial order {order:?}\n{h:#?}");
+                    assert!(
+                        order_is_valid(&h, order),
+                        "history {i} [{name}]: bad serial order {order:?}\n{h:#?}"
+                    );
                 }
                 (Verdict::Reject(c), false) => {
                     // A cycle certificate must be closed.
                     for w in c.cycle.windows(2) {
-                        assert_eq!(w[0].to, w[1].from, "history {i} [{name}]: broken cycle {c:#?}");
+                        assert_eq!(
+                            w[0].to, w[1].from,
+                            "history {i} [{name}]: broken cycle {c:#?}"
+                        );
                     }
                     if let (Some(first), Some(last)) = (c.cycle.first(), c.cycle.last()) {
-                        assert_eq!(last.to, first.from, "history {i} [{name}]: open cycle {c:#?}");
+                        assert_eq!(
+                            last.to, first.from,
+                            "history {i} [{name}]: open cycle {c:#?}"
+                        );
                     }
                 }
                 // The brute-force engine declines problems with too many constraints.
                 (Verdict::Unknown { .. }, _) if opts.solver == SolverKind::BruteForce => {}
-                (v, t) => panic!("history {i} [{name}]: checker says {v:?}, truth serializable={t}\n{h:#?}"),
+                (v, t) => panic!(
+                    "history {i} [{name}]: checker says {v:?}, truth serializable={t}\n{h:#?}"
+                ),
             }
         }
     }
-    assert!(yes > count / 10 && no > count / 10, "unbalanced sample: {yes} serializable, {no} not");
+    assert!(
+        yes > count / 10 && no > count / 10,
+        "unbalanced sample: {yes} serializable, {no} not"
+    );
 }
 
 #[test]
@@ -128,10 +148,20 @@ fn larger_histories_default_and_polygraph() {
         let truth = serializable(&h, None);
         for opts in [
             Options::default(),
-            Options { combine: false, coalesce: false, prune: false, ..Options::default() },
+            Options {
+                combine: false,
+                coalesce: false,
+                prune: false,
+                ..Options::default()
+            },
         ] {
             let rep = check(&h, &opts).unwrap();
-            assert_eq!(rep.verdict.is_accept(), truth, "history {i}: {:?}\n{h:#?}", rep.verdict);
+            assert_eq!(
+                rep.verdict.is_accept(),
+                truth,
+                "history {i}: {:?}\n{h:#?}",
+                rep.verdict
+            );
         }
     }
 }

@@ -105,21 +105,43 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             println!("{v}");
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::Load { paths, data, repeat } => {
+        BenchCmd::Load {
+            paths,
+            data,
+            repeat,
+        } => {
             let paths = if paths.is_empty() {
-                let d = find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
-                vec![d.join("one-shot-10k/tpcc-10000"), d.join("scaling/chengRM-100000")]
+                let d = find_data(data)
+                    .context("no ../shared/data/cobra here; pass histories or --data")?;
+                vec![
+                    d.join("one-shot-10k/tpcc-10000"),
+                    d.join("scaling/chengRM-100000"),
+                ]
             } else {
                 paths
             };
-            println!("{:<28} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9}", "history", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB");
+            println!(
+                "{:<28} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9}",
+                "history", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB"
+            );
             for p in paths {
                 let mut best: Option<serde_json::Value> = None;
                 for _ in 0..repeat.max(1) {
-                    let out = Command::new(self_exe()?).args(["bench", "load-one"]).arg(&p).output()?;
-                    anyhow::ensure!(out.status.success(), "loading {} failed: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+                    let out = Command::new(self_exe()?)
+                        .args(["bench", "load-one"])
+                        .arg(&p)
+                        .output()?;
+                    anyhow::ensure!(
+                        out.status.success(),
+                        "loading {} failed: {}",
+                        p.display(),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
                     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-                    if best.as_ref().is_none_or(|b| v["ms"].as_f64() < b["ms"].as_f64()) {
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| v["ms"].as_f64() < b["ms"].as_f64())
+                    {
                         best = Some(v);
                     }
                 }
@@ -139,13 +161,28 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::Check { paths, data, ablation, timeout, extra, csv } => {
+        BenchCmd::Check {
+            paths,
+            data,
+            ablation,
+            timeout,
+            extra,
+            csv,
+        } => {
             let paths = if paths.is_empty() {
-                let d = find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
+                let d = find_data(data)
+                    .context("no ../shared/data/cobra here; pass histories or --data")?;
                 let mut v = Vec::new();
                 for sub in ["one-shot-chengRW", "one-shot-10k"] {
-                    let mut entries: Vec<PathBuf> = std::fs::read_dir(d.join(sub))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-                    entries.sort_by_key(|p| (name_of(p).split('-').next().unwrap_or("").to_string(), size_of_name(p)));
+                    let mut entries: Vec<PathBuf> = std::fs::read_dir(d.join(sub))?
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .collect();
+                    entries.sort_by_key(|p| {
+                        (
+                            name_of(p).split('-').next().unwrap_or("").to_string(),
+                            size_of_name(p),
+                        )
+                    });
                     v.extend(entries);
                 }
                 v
@@ -159,32 +196,59 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     ("no-coalesce", vec!["--no-coalesce"]),
                     ("no-prune", vec!["--no-prune"]),
                     ("no-order-phase", vec!["--no-order-phase"]),
-                    ("polygraph", vec!["--no-combine", "--no-coalesce", "--no-prune"]),
+                    (
+                        "polygraph",
+                        vec!["--no-combine", "--no-coalesce", "--no-prune"],
+                    ),
                 ]
             } else {
                 vec![("full", vec![])]
             };
             let header = format!(
                 "{:<22} {:<15} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>8}",
-                "history", "variant", "verdict", "txns", "load ms", "graph", "prune", "solve", "total ms", "constr", "after", "confl", "RSS MB"
+                "history",
+                "variant",
+                "verdict",
+                "txns",
+                "load ms",
+                "graph",
+                "prune",
+                "solve",
+                "total ms",
+                "constr",
+                "after",
+                "confl",
+                "RSS MB"
             );
             println!("{header}");
             let mut rows = vec!["history,variant,verdict,txns,load_ms,graph_ms,prune_ms,solve_ms,total_ms,constraints,after_prune,conflicts,peak_rss_mb".to_string()];
             for p in &paths {
                 for (vname, vargs) in &variants {
                     let mut cmd = Command::new(self_exe()?);
-                    cmd.args(["check", "--json", "--rss", "--timeout"]).arg(timeout.to_string()).args(vargs).args(&extra).arg(p);
+                    cmd.args(["check", "--json", "--rss", "--timeout"])
+                        .arg(timeout.to_string())
+                        .args(vargs)
+                        .args(&extra)
+                        .arg(p);
                     let t = Instant::now();
                     let out = cmd.output()?;
                     let wall = t.elapsed().as_secs_f64() * 1e3;
                     let v: serde_json::Value = match serde_json::from_slice(&out.stdout) {
                         Ok(v) => v,
                         Err(_) => {
-                            println!("{:<22} {:<15} failed: {}", name_of(p), vname, String::from_utf8_lossy(&out.stderr).trim());
+                            println!(
+                                "{:<22} {:<15} failed: {}",
+                                name_of(p),
+                                vname,
+                                String::from_utf8_lossy(&out.stderr).trim()
+                            );
                             continue;
                         }
                     };
-                    let d = |k: &str| v["timings"][k]["secs"].as_f64().unwrap_or(0.0) * 1e3 + v["timings"][k]["nanos"].as_f64().unwrap_or(0.0) / 1e6;
+                    let d = |k: &str| {
+                        v["timings"][k]["secs"].as_f64().unwrap_or(0.0) * 1e3
+                            + v["timings"][k]["nanos"].as_f64().unwrap_or(0.0) / 1e6
+                    };
                     let total = v["total_ms"].as_f64().unwrap_or(wall);
                     let row = (
                         name_of(p),
@@ -207,7 +271,19 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                     );
                     rows.push(format!(
                         "{},{},{},{},{:.2},{:.2},{:.2},{:.2},{:.2},{},{},{},{}",
-                        row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9, row.10, row.11, mb(row.12)
+                        row.0,
+                        row.1,
+                        row.2,
+                        row.3,
+                        row.4,
+                        row.5,
+                        row.6,
+                        row.7,
+                        row.8,
+                        row.9,
+                        row.10,
+                        row.11,
+                        mb(row.12)
                     ));
                 }
             }
@@ -217,14 +293,24 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        BenchCmd::Scale { dir, sizes, workload } => {
+        BenchCmd::Scale {
+            dir,
+            sizes,
+            workload,
+        } => {
             std::fs::create_dir_all(&dir)?;
             let mut paths = Vec::new();
             for n in sizes {
                 let p = dir.join(format!("{workload}-{n}.jsonl"));
                 if !p.exists() {
                     let st = Command::new(self_exe()?)
-                        .args(["generate", "--workload", &workload, "--txns", &n.to_string()])
+                        .args([
+                            "generate",
+                            "--workload",
+                            &workload,
+                            "--txns",
+                            &n.to_string(),
+                        ])
                         .arg(&p)
                         .status()?;
                     anyhow::ensure!(st.success(), "generating {}", p.display());
@@ -232,24 +318,42 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 paths.push(p);
             }
             run(BenchArgs {
-                what: BenchCmd::Check { paths, data: None, ablation: false, timeout: 600.0, extra: vec![], csv: None },
+                what: BenchCmd::Check {
+                    paths,
+                    data: None,
+                    ablation: false,
+                    timeout: 600.0,
+                    extra: vec![],
+                    csv: None,
+                },
             })
         }
     }
 }
 
 fn name_of(p: &Path) -> String {
-    p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default()
+    p.file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default()
 }
 
 fn size_of_name(p: &Path) -> u64 {
-    name_of(p).rsplit('-').next().and_then(|s| s.trim_end_matches(".jsonl").parse().ok()).unwrap_or(0)
+    name_of(p)
+        .rsplit('-')
+        .next()
+        .and_then(|s| s.trim_end_matches(".jsonl").parse().ok())
+        .unwrap_or(0)
 }
 
 fn dir_bytes(p: &Path) -> u64 {
     if p.is_dir() {
         std::fs::read_dir(p)
-            .map(|rd| rd.filter_map(|e| e.ok()).filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0)
     } else {
         std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)

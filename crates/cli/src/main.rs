@@ -13,7 +13,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
-#[command(name = "krait", version, about = "Black-box serializability checking of database histories")]
+#[command(
+    name = "krait",
+    version,
+    about = "Black-box serializability checking of database histories"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -47,7 +51,7 @@ enum Cmd {
     Demo {
         #[arg(long, default_value_t = 10_000)]
         txns: usize,
-        /// Inject stale reads so the history is (very likely) not serializable.
+        /// Inject fractured reads (one transaction's writes seen only in part): not serializable.
         #[arg(long)]
         faulty: bool,
         /// Where to keep the history (default: a temporary file).
@@ -130,6 +134,9 @@ struct GenerateArgs {
     fence_every: Option<usize>,
     #[arg(long, default_value_t = 0.0)]
     stale_reads: f64,
+    /// Probability of a fractured read (never serializable).
+    #[arg(long, default_value_t = 0.0)]
+    fractured_reads: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long)]
@@ -138,8 +145,14 @@ struct GenerateArgs {
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = s.find(|c: char| c.is_ascii_alphabetic()).map(|i| s.split_at(i)).unwrap_or((s, "ms"));
-    let v: f64 = num.trim().parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 100ms"))?;
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "ms"));
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad duration {s:?}: expected e.g. 100ms"))?;
     let scale = match unit {
         "ns" => 1e-9,
         "us" | "µs" => 1e-6,
@@ -158,7 +171,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     match run(cli) {
@@ -183,7 +200,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Convert { input, output, format, timestamps } => {
+        Cmd::Convert {
+            input,
+            output,
+            format,
+            timestamps,
+        } => {
             let loaded = load(&input, format)?;
             save(&loaded.history, &output, timestamps)?;
             Ok(ExitCode::SUCCESS)
@@ -211,20 +233,25 @@ fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::History> {
         "blindw-rm" => BlindW::rm(g.txns),
         "blindw-rw" => BlindW::rw(g.txns),
         "blindw-wm" => BlindW::wm(g.txns),
-        w => anyhow::bail!("unknown workload {w:?}: the simulated store runs blindw-rm, blindw-rw, blindw-wm"),
+        w => anyhow::bail!(
+            "unknown workload {w:?}: the simulated store runs blindw-rm, blindw-rw, blindw-wm"
+        ),
     };
     Ok(krait_workloads::blindw(&BlindW {
         sessions: g.sessions,
         keys: g.keys,
         fence_every: g.fence_every,
         stale_reads: g.stale_reads,
+        fractured_reads: g.fractured_reads,
         seed: g.seed,
         ..base
     }))
 }
 
 fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let path = out.unwrap_or_else(|| std::env::temp_dir().join(format!("krait-demo-{}.jsonl", std::process::id())));
+    let path = out.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("krait-demo-{}.jsonl", std::process::id()))
+    });
     let g = GenerateArgs {
         out: path.clone(),
         workload: "blindw-rw".into(),
@@ -232,7 +259,8 @@ fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitC
         sessions: 24,
         keys: 10_000,
         fence_every: None,
-        stale_reads: if faulty { 0.01 } else { 0.0 },
+        stale_reads: 0.0,
+        fractured_reads: if faulty { 0.001 } else { 0.0 },
         seed: 7,
         format: None,
     };
@@ -242,7 +270,7 @@ fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitC
     println!(
         "demo: BlindW-RW, {} transactions from 24 sessions on the simulated store{}, written to {} in {:.0} ms",
         h.num_txns(),
-        if faulty { " with stale reads injected" } else { "" },
+        if faulty { " with fractured reads injected" } else { "" },
         path.display(),
         t.elapsed().as_secs_f64() * 1e3
     );
@@ -297,9 +325,11 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<krait_history::Loaded
 
 fn save(h: &krait_history::History, out: &Path, timestamps: bool) -> anyhow::Result<()> {
     if out.extension().is_some_and(|e| e == "jsonl" || e == "json") {
-        krait_history::jsonl::write_file(h, out).with_context(|| format!("writing {}", out.display()))?;
+        krait_history::jsonl::write_file(h, out)
+            .with_context(|| format!("writing {}", out.display()))?;
     } else {
-        let skipped = krait_history::cobra::write_dir(h, out, timestamps).with_context(|| format!("writing {}", out.display()))?;
+        let skipped = krait_history::cobra::write_dir(h, out, timestamps)
+            .with_context(|| format!("writing {}", out.display()))?;
         if skipped > 0 {
             eprintln!("warning: {skipped} transactions that did not commit were left out (Cobra logs hold committed ones only)");
         }
@@ -313,7 +343,7 @@ pub fn options_of(a: &CheckArgs) -> Options {
         coalesce: !a.no_coalesce,
         prune: !a.no_prune,
         prune_rounds: a.prune_rounds,
-        strict: a.strict.then(|| a.clock_drift.as_nanos() as u64),
+        strict: a.strict.then_some(a.clock_drift.as_nanos() as u64),
         solver: match a.solver {
             SolverArg::Cdcl => SolverKind::Cdcl,
             SolverArg::BruteForce => SolverKind::BruteForce,
@@ -367,7 +397,10 @@ fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         let mut v = krait_report::report_json(&report);
         let obj = v.as_object_mut().unwrap();
         obj.insert("path".into(), a.path.display().to_string().into());
-        obj.insert("summary".into(), serde_json::to_value(krait_history::summarize(&loaded.history))?);
+        obj.insert(
+            "summary".into(),
+            serde_json::to_value(krait_history::summarize(&loaded.history))?,
+        );
         obj.insert("load_ms".into(), (load_time.as_secs_f64() * 1e3).into());
         obj.insert("total_ms".into(), (total.as_secs_f64() * 1e3).into());
         if a.rss {
@@ -379,7 +412,11 @@ fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         println!("{}", stats_text(&a.path, &s));
         print!("{}", krait_report::report_text(&report, a.timings));
         if a.timings {
-            println!("load {:.1} ms, total {:.1} ms", load_time.as_secs_f64() * 1e3, total.as_secs_f64() * 1e3);
+            println!(
+                "load {:.1} ms, total {:.1} ms",
+                load_time.as_secs_f64() * 1e3,
+                total.as_secs_f64() * 1e3
+            );
         }
         if let Some(order) = &report.order {
             let shown: Vec<String> = order.iter().map(|t| format!("T{t}")).collect();
@@ -423,7 +460,8 @@ fn progress_spinner() -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
-    let pb = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+    let pb =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
     pb.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})").unwrap());
     pb.set_message("loading");
     let show = pb.clone();

@@ -79,7 +79,11 @@ pub struct Loaded {
 pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
     let files = session_files(dir)?;
     if files.is_empty() {
-        return Err(InputError::new(dir, Location::Nowhere, "no T<n>.log session files in this directory"));
+        return Err(InputError::new(
+            dir,
+            Location::Nowhere,
+            "no T<n>.log session files in this directory",
+        ));
     }
     let mut b = HistoryBuilder::new().with_cobra_claims();
     let mut keys: FxHashMap<u64, KeyId> = FxHashMap::default();
@@ -87,12 +91,19 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
     for (_, path) in &files {
         let bytes = std::fs::read(path).map_err(|e| InputError::io(path, e))?;
         let ts = opts.timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_string();
         b.begin_session(name);
         parse_session(&bytes, path, ts, &mut b, &mut keys, &mut warnings)?;
         b.end_session();
     }
-    Ok(Loaded { history: b.finish(), warnings })
+    Ok(Loaded {
+        history: b.finish(),
+        warnings,
+    })
 }
 
 /// Parses one session's bytes (exposed for tests on hand-made byte sequences).
@@ -127,19 +138,33 @@ pub fn parse_session(
             b'W' => 25,
             b'R' => 33,
             _ => {
-                let shown = if op.is_ascii_graphic() { format!(" ('{}')", op as char) } else { String::new() };
-                return Err(err(i, format!("bad opcode 0x{op:02x}{shown}; expected S, W, R or C")));
+                let shown = if op.is_ascii_graphic() {
+                    format!(" ('{}')", op as char)
+                } else {
+                    String::new()
+                };
+                return Err(err(
+                    i,
+                    format!("bad opcode 0x{op:02x}{shown}; expected S, W, R or C"),
+                ));
             }
         };
         if i + len > bytes.len() {
             let what = match open {
-                Some((t, _, _)) => format!("truncated record '{}' in transaction {t}: transaction dropped", op as char),
+                Some((t, _, _)) => format!(
+                    "truncated record '{}' in transaction {t}: transaction dropped",
+                    op as char
+                ),
                 None => format!("truncated record '{}' at end of file: ignored", op as char),
             };
             if open.is_some() {
                 b.discard_open_ops();
             }
-            warnings.push(Warning { path: path.to_path_buf(), location: Location::Offset(i as u64), message: what });
+            warnings.push(Warning {
+                path: path.to_path_buf(),
+                location: Location::Offset(i as u64),
+                message: what,
+            });
             return Ok(());
         }
         match op {
@@ -161,13 +186,28 @@ pub fn parse_session(
                         }
                         open = None;
                     }
-                    Some((o, _, _)) => return Err(err(i, format!("commit of transaction {t}, but transaction {o} is the one open"))),
-                    None => return Err(err(i, format!("commit of transaction {t}, which never started"))),
+                    Some((o, _, _)) => {
+                        return Err(err(
+                            i,
+                            format!(
+                                "commit of transaction {t}, but transaction {o} is the one open"
+                            ),
+                        ))
+                    }
+                    None => {
+                        return Err(err(
+                            i,
+                            format!("commit of transaction {t}, which never started"),
+                        ))
+                    }
                 }
             }
             b'W' | b'R' => {
                 if open.is_none() {
-                    return Err(err(i, format!("'{}' record outside a transaction", op as char)));
+                    return Err(err(
+                        i,
+                        format!("'{}' record outside a transaction", op as char),
+                    ));
                 }
                 if op == b'W' {
                     let (wid, kh, vh) = (be(bytes, i + 1), be(bytes, i + 9), be(bytes, i + 17));
@@ -175,13 +215,24 @@ pub fn parse_session(
                     if wid == DELETE_WRITE_ID {
                         b.op_unindexed(OpKind::Write, k, wid);
                     } else if wid == INIT_WRITE_ID || wid == NULL_WRITE_ID {
-                        return Err(err(i, format!("write uses the reserved initial-state write id 0x{wid:x}")));
+                        return Err(err(
+                            i,
+                            format!("write uses the reserved initial-state write id 0x{wid:x}"),
+                        ));
                     } else if b.op(OpKind::Write, k, wid).is_err() {
-                        return Err(err(i, format!("write id 0x{wid:x} is used by an earlier write")));
+                        return Err(err(
+                            i,
+                            format!("write id 0x{wid:x} is used by an earlier write"),
+                        ));
                     }
                     b.cobra_claim(vh, 0);
                 } else {
-                    let (wt, wid, kh, vh) = (be(bytes, i + 1), be(bytes, i + 9), be(bytes, i + 17), be(bytes, i + 25));
+                    let (wt, wid, kh, vh) = (
+                        be(bytes, i + 1),
+                        be(bytes, i + 9),
+                        be(bytes, i + 17),
+                        be(bytes, i + 25),
+                    );
                     let k = key_of(b, kh);
                     let init = wid == INIT_WRITE_ID || wid == NULL_WRITE_ID;
                     b.op_unindexed(if init { OpKind::ReadInit } else { OpKind::Read }, k, wid);
@@ -233,7 +284,11 @@ pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<u
             for o in h.ops(t) {
                 let k = key_hash[h.op_key[o] as usize];
                 let v = h.op_value[o];
-                let vh = h.cobra.as_ref().map(|c| c.value_hash[o]).unwrap_or_else(|| value_hash(v));
+                let vh = h
+                    .cobra
+                    .as_ref()
+                    .map(|c| c.value_hash[o])
+                    .unwrap_or_else(|| value_hash(v));
                 match h.op_kind[o] {
                     OpKind::Write => {
                         out.write_all(b"W")?;
@@ -243,13 +298,26 @@ pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<u
                     }
                     OpKind::Read | OpKind::ReadInit => {
                         let (wt, wid) = if h.op_kind[o] == OpKind::ReadInit {
-                            let wid = if v == NULL_WRITE_ID || v == INIT_WRITE_ID { v } else { INIT_WRITE_ID };
+                            let wid = if v == NULL_WRITE_ID || v == INIT_WRITE_ID {
+                                v
+                            } else {
+                                INIT_WRITE_ID
+                            };
                             (wid, wid)
                         } else {
                             let claimed = h.cobra.as_ref().map(|c| c.read_writer[o]);
-                            (claimed.unwrap_or_else(|| writer_of[o].map(|w| h.txn_ext[w as usize]).unwrap_or(0)), v)
+                            (
+                                claimed.unwrap_or_else(|| {
+                                    writer_of[o].map(|w| h.txn_ext[w as usize]).unwrap_or(0)
+                                }),
+                                v,
+                            )
                         };
-                        let vh = if h.cobra.is_none() && h.op_kind[o] == OpKind::ReadInit { 0 } else { vh };
+                        let vh = if h.cobra.is_none() && h.op_kind[o] == OpKind::ReadInit {
+                            0
+                        } else {
+                            vh
+                        };
                         out.write_all(b"R")?;
                         for x in [wt, wid, k, vh] {
                             out.write_all(&x.to_be_bytes())?;

@@ -32,7 +32,11 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(path: &Path, location: Location, message: impl Into<String>) -> Self {
-        InputError { path: path.to_path_buf(), location, message: message.into() }
+        InputError {
+            path: path.to_path_buf(),
+            location,
+            message: message.into(),
+        }
     }
     pub fn io(path: &Path, e: std::io::Error) -> Self {
         InputError::new(path, Location::Nowhere, format!("cannot read: {e}"))
@@ -49,6 +53,12 @@ pub struct Warning {
 
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}{}", self.path.display(), self.location, self.message)
+        write!(
+            f,
+            "{}: {}{}",
+            self.path.display(),
+            self.location,
+            self.message
+        )
     }
 }

@@ -74,7 +74,11 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
     loop {
         buf.clear();
         let n = input.read_line(&mut buf).map_err(|e| {
-            InputError::new(path, Location::Line(line_no + 1), format!("cannot read: {e}"))
+            InputError::new(
+                path,
+                Location::Line(line_no + 1),
+                format!("cannot read: {e}"),
+            )
         })?;
         if n == 0 {
             break;
@@ -85,9 +89,8 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
             continue;
         }
         let at = Location::Line(line_no);
-        let l: LineIn = serde_json::from_str(text).map_err(|e| {
-            InputError::new(path, at, format!("not a transaction record: {e}"))
-        })?;
+        let l: LineIn = serde_json::from_str(text)
+            .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
         let status = match l.status.as_deref() {
             None | Some("committed") | Some("ok") => TxnStatus::Committed,
             Some("aborted") | Some("fail") => TxnStatus::Aborted,
@@ -110,12 +113,20 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
             let op = match (kind.as_ref(), value) {
                 ("w", Some(v)) => (OpKind::Write, k, *v),
                 ("w", None) => {
-                    return Err(InputError::new(path, at, format!("op {i}: a write needs a value")));
+                    return Err(InputError::new(
+                        path,
+                        at,
+                        format!("op {i}: a write needs a value"),
+                    ));
                 }
                 ("r", Some(v)) => (OpKind::Read, k, *v),
                 ("r", None) => (OpKind::ReadInit, k, 0),
                 (other, _) => {
-                    return Err(InputError::new(path, at, format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\"")));
+                    return Err(InputError::new(
+                        path,
+                        at,
+                        format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\""),
+                    ));
                 }
             };
             ops.push(op);
@@ -127,7 +138,11 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
         });
         if let (Some(s), Some(c)) = (l.start, l.commit) {
             if c < s {
-                return Err(InputError::new(path, at, format!("commit time {c} is before start time {s}")));
+                return Err(InputError::new(
+                    path,
+                    at,
+                    format!("commit time {c} is before start time {s}"),
+                ));
             }
         }
         sessions[si].1.push(Pending {
@@ -157,13 +172,19 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
                 return Err(InputError::new(
                     path,
                     Location::Line(p.line),
-                    format!("transaction id {} is used twice (first on line {first})", p.ext),
+                    format!(
+                        "transaction id {} is used twice (first on line {first})",
+                        p.ext
+                    ),
                 ));
             }
             first_line.insert(p.ext, p.line);
         }
     }
-    Ok(Loaded { history: b.finish(), warnings: Vec::new() })
+    Ok(Loaded {
+        history: b.finish(),
+        warnings: Vec::new(),
+    })
 }
 
 /// Writes `h` in the native format, sessions one after another.
@@ -175,7 +196,12 @@ pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
             let ti = t as usize;
             line.clear();
             use std::fmt::Write as _;
-            let _ = write!(line, "{{\"session\":{sname},\"txn\":{},\"status\":\"{}\"", h.txn_ext[ti], h.txn_status[ti].as_str());
+            let _ = write!(
+                line,
+                "{{\"session\":{sname},\"txn\":{},\"status\":\"{}\"",
+                h.txn_ext[ti],
+                h.txn_status[ti].as_str()
+            );
             if h.txn_start[ti] != NO_TIME {
                 let _ = write!(line, ",\"start\":{}", h.txn_start[ti]);
             }

@@ -41,10 +41,18 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
         if cobra::is_cobra_dir(path) {
             return Ok(Format::Cobra);
         }
-        return Err(InputError::new(path, Location::Nowhere, "a directory, but it holds no T<n>.log session files"));
+        return Err(InputError::new(
+            path,
+            Location::Nowhere,
+            "a directory, but it holds no T<n>.log session files",
+        ));
     }
     if !path.exists() {
-        return Err(InputError::new(path, Location::Nowhere, "no such file or directory"));
+        return Err(InputError::new(
+            path,
+            Location::Nowhere,
+            "no such file or directory",
+        ));
     }
     Ok(Format::Jsonl)
 }
@@ -63,11 +71,19 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
     match format {
         Format::Cobra => {
             let l = cobra::read_dir(path, cobra::CobraOptions::default())?;
-            Ok(Loaded { history: l.history, warnings: l.warnings, format })
+            Ok(Loaded {
+                history: l.history,
+                warnings: l.warnings,
+                format,
+            })
         }
         Format::Jsonl => {
             let l = jsonl::read_file(path)?;
-            Ok(Loaded { history: l.history, warnings: l.warnings, format })
+            Ok(Loaded {
+                history: l.history,
+                warnings: l.warnings,
+                format,
+            })
         }
     }
 }
@@ -89,7 +105,12 @@ pub struct Summary {
 }
 
 pub fn summarize(h: &History) -> Summary {
-    let mut s = Summary { sessions: h.num_sessions(), txns: h.num_txns(), keys: h.num_keys(), ..Default::default() };
+    let mut s = Summary {
+        sessions: h.num_sessions(),
+        txns: h.num_txns(),
+        keys: h.num_keys(),
+        ..Default::default()
+    };
     for st in &h.txn_status {
         match st {
             TxnStatus::Committed => s.committed += 1,
@@ -107,7 +128,9 @@ pub fn summarize(h: &History) -> Summary {
             }
         }
     }
-    s.fences = (0..h.num_txns() as TxnId).filter(|&t| h.is_fence(t)).count();
+    s.fences = (0..h.num_txns() as TxnId)
+        .filter(|&t| h.is_fence(t))
+        .count();
     s.timestamps = h.has_timestamps();
     s
 }

@@ -127,11 +127,14 @@ impl History {
         self.session_txns.partition_point(|&start| start <= t) - 1
     }
     pub fn has_timestamps(&self) -> bool {
-        self.txn_start.iter().any(|&t| t != NO_TIME) || self.txn_commit.iter().any(|&t| t != NO_TIME)
+        self.txn_start.iter().any(|&t| t != NO_TIME)
+            || self.txn_commit.iter().any(|&t| t != NO_TIME)
     }
     /// A fence is a transaction whose first operation reads the fence key.
     pub fn is_fence(&self, t: TxnId) -> bool {
-        let Some(fk) = self.fence_key else { return false };
+        let Some(fk) = self.fence_key else {
+            return false;
+        };
         let r = self.ops(t);
         !r.is_empty()
             && self.op_key[r.start] == fk
@@ -291,7 +294,14 @@ pub struct SimpleTxn {
 
 impl SimpleTxn {
     pub fn new(session: usize, id: u64) -> Self {
-        SimpleTxn { session, id, status: TxnStatus::Committed, ops: Vec::new(), start: NO_TIME, commit: NO_TIME }
+        SimpleTxn {
+            session,
+            id,
+            status: TxnStatus::Committed,
+            ops: Vec::new(),
+            start: NO_TIME,
+            commit: NO_TIME,
+        }
     }
     pub fn r(mut self, key: &str, value: u64) -> Self {
         self.ops.push((OpKind::Read, key.to_string(), value));
@@ -329,9 +339,11 @@ pub fn build_history(txns: &[SimpleTxn]) -> Result<History, String> {
                 if key == NATIVE_FENCE_KEY {
                     b.set_fence_key(k);
                 }
-                b.op(*kind, k, *value).map_err(|_| format!("key {key} written with {value} twice"))?;
+                b.op(*kind, k, *value)
+                    .map_err(|_| format!("key {key} written with {value} twice"))?;
             }
-            b.finish_txn(t.id, t.status, t.start, t.commit).map_err(|_| format!("txn id {} used twice", t.id))?;
+            b.finish_txn(t.id, t.status, t.start, t.commit)
+                .map_err(|_| format!("txn id {} used twice", t.id))?;
         }
     }
     Ok(b.finish())

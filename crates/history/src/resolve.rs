@@ -71,21 +71,42 @@ pub fn resolve(h: &History) -> Resolution {
             if w != FROM_NOBODY {
                 let actual = h.txn_ext[op_txn[w as usize] as usize];
                 if c.read_writer[o] != actual {
-                    problems.push((o as OpId, ReadProblem::WrongWriter { claimed: c.read_writer[o], actual }));
+                    problems.push((
+                        o as OpId,
+                        ReadProblem::WrongWriter {
+                            claimed: c.read_writer[o],
+                            actual,
+                        },
+                    ));
                 } else if c.value_hash[o] != c.value_hash[w as usize] {
                     problems.push((
                         o as OpId,
-                        ReadProblem::ValueMismatch { read: c.value_hash[o], written: c.value_hash[w as usize] },
+                        ReadProblem::ValueMismatch {
+                            read: c.value_hash[o],
+                            written: c.value_hash[w as usize],
+                        },
                     ));
                 }
             }
         }
     }
-    Resolution { read_from, op_txn, problems }
+    Resolution {
+        read_from,
+        op_txn,
+        problems,
+    }
 }
 
 /// The writer transaction of each read (None for initial reads and reads of nobody).
 pub fn writer_txns(h: &History) -> Vec<Option<TxnId>> {
     let r = resolve(h);
-    (0..h.num_ops()).map(|o| if h.op_kind[o] == OpKind::Write { None } else { r.writer_txn(o as OpId) }).collect()
+    (0..h.num_ops())
+        .map(|o| {
+            if h.op_kind[o] == OpKind::Write {
+                None
+            } else {
+                r.writer_txn(o as OpId)
+            }
+        })
+        .collect()
 }

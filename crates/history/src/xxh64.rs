@@ -8,7 +8,9 @@ const P5: u64 = 0x27D4_EB2F_1656_67C5;
 
 #[inline]
 fn round(acc: u64, input: u64) -> u64 {
-    acc.wrapping_add(input.wrapping_mul(P2)).rotate_left(31).wrapping_mul(P1)
+    acc.wrapping_add(input.wrapping_mul(P2))
+        .rotate_left(31)
+        .wrapping_mul(P1)
 }
 #[inline]
 fn merge(acc: u64, val: u64) -> u64 {
@@ -39,7 +41,11 @@ pub fn xxh64(input: &[u8], seed: u64) -> u64 {
             v4 = round(v4, rd64(input, i + 24));
             i += 32;
         }
-        h = v1.rotate_left(1).wrapping_add(v2.rotate_left(7)).wrapping_add(v3.rotate_left(12)).wrapping_add(v4.rotate_left(18));
+        h = v1
+            .rotate_left(1)
+            .wrapping_add(v2.rotate_left(7))
+            .wrapping_add(v3.rotate_left(12))
+            .wrapping_add(v4.rotate_left(18));
         h = merge(h, v1);
         h = merge(h, v2);
         h = merge(h, v3);
@@ -82,7 +88,10 @@ mod tests {
     }
     #[test]
     fn fence_key_is_fzversion_in_utf16() {
-        let b: Vec<u8> = "FZVERSION".encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+        let b: Vec<u8> = "FZVERSION"
+            .encode_utf16()
+            .flat_map(|u| u.to_le_bytes())
+            .collect();
         assert_eq!(xxh64(&b, 0), crate::cobra::FENCE_KEY_HASH);
     }
 }

@@ -15,8 +15,20 @@ pub fn verdict_word(v: &Verdict) -> &'static str {
 }
 
 fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
-    let key = e.key.as_deref().map(|k| format!(" on {k}")).unwrap_or_default();
-    let _ = writeln!(out, "  {:>2}. {} --{}{}--> {}", i + 1, e.from, e.kind.short(), key, e.to);
+    let key = e
+        .key
+        .as_deref()
+        .map(|k| format!(" on {k}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "  {:>2}. {} --{}{}--> {}",
+        i + 1,
+        e.from,
+        e.kind.short(),
+        key,
+        e.to
+    );
     let _ = writeln!(out, "      {}", e.explanation);
     if let Some(f) = &e.forced_because {
         let _ = writeln!(out, "      (deduced: {f})");
@@ -35,19 +47,44 @@ pub fn certificate_text(c: &Certificate) -> String {
         }
     }
     if !c.constraints.is_empty() {
-        let _ = writeln!(out, "\nconstraints that admit no acyclic choice ({}):", c.constraints.len());
+        let _ = writeln!(
+            out,
+            "\nconstraints that admit no acyclic choice ({}):",
+            c.constraints.len()
+        );
         for (i, con) in c.constraints.iter().enumerate() {
             let _ = writeln!(out, "  constraint {} on key {}:", i + 1, con.key);
             for (j, opt) in con.options.iter().enumerate() {
-                let _ = writeln!(out, "    option {}: {}", (b'a' + j as u8) as char, opt.choice);
+                let _ = writeln!(
+                    out,
+                    "    option {}: {}",
+                    (b'a' + j as u8) as char,
+                    opt.choice
+                );
                 for e in &opt.edges {
-                    let _ = writeln!(out, "      needs {} --{}--> {}: {}", e.from, e.kind.short(), e.to, e.explanation);
+                    let _ = writeln!(
+                        out,
+                        "      needs {} --{}--> {}: {}",
+                        e.from,
+                        e.kind.short(),
+                        e.to,
+                        e.explanation
+                    );
                 }
                 if !opt.closes_cycle.is_empty() {
-                    let names: Vec<&str> = opt.closes_cycle.iter().map(|e| e.from.as_str()).collect();
-                    let _ = writeln!(out, "      impossible on its own: closes {} -> {}", names.join(" -> "), names[0]);
+                    let names: Vec<&str> =
+                        opt.closes_cycle.iter().map(|e| e.from.as_str()).collect();
+                    let _ = writeln!(
+                        out,
+                        "      impossible on its own: closes {} -> {}",
+                        names.join(" -> "),
+                        names[0]
+                    );
                 } else {
-                    let _ = writeln!(out, "      possible on its own; excluded together with the other constraints");
+                    let _ = writeln!(
+                        out,
+                        "      possible on its own; excluded together with the other constraints"
+                    );
                 }
             }
         }
@@ -55,7 +92,14 @@ pub fn certificate_text(c: &Certificate) -> String {
     if !c.txns.is_empty() {
         let _ = writeln!(out, "\ntransactions:");
         for t in &c.txns {
-            let _ = writeln!(out, "  {} (session {}, {}): {}", t.name, t.session, t.status, t.ops.join(", "));
+            let _ = writeln!(
+                out,
+                "  {} (session {}, {}): {}",
+                t.name,
+                t.session,
+                t.status,
+                t.ops.join(", ")
+            );
         }
     }
     out
@@ -118,11 +162,27 @@ fn dot_escape(s: &str) -> String {
 pub fn certificate_dot(c: &Certificate) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "digraph certificate {{");
-    let _ = writeln!(out, "  label=\"{}\"; labelloc=t; fontname=\"Helvetica\";", dot_escape(c.anomaly.name()));
-    let _ = writeln!(out, "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];");
+    let _ = writeln!(
+        out,
+        "  label=\"{}\"; labelloc=t; fontname=\"Helvetica\";",
+        dot_escape(c.anomaly.name())
+    );
+    let _ = writeln!(
+        out,
+        "  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=11];"
+    );
     let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=10];");
     for t in &c.txns {
-        let label = format!("{} ({})\\n{}", t.name, t.session, t.ops.iter().map(|o| dot_escape(o)).collect::<Vec<_>>().join("\\n"));
+        let label = format!(
+            "{} ({})\\n{}",
+            t.name,
+            t.session,
+            t.ops
+                .iter()
+                .map(|o| dot_escape(o))
+                .collect::<Vec<_>>()
+                .join("\\n")
+        );
         let _ = writeln!(out, "  \"{}\" [label=\"{}\"];", dot_escape(&t.name), label);
     }
     let mut edges: Vec<&CertEdge> = c.cycle.iter().collect();
@@ -139,7 +199,11 @@ pub fn certificate_dot(c: &Certificate) -> String {
             krait_checker::EdgeKind::Session => ("gray40", "dotted"),
             krait_checker::EdgeKind::RealTime => ("orange", "dotted"),
         };
-        let key = e.key.as_deref().map(|k| format!(" {k}")).unwrap_or_default();
+        let key = e
+            .key
+            .as_deref()
+            .map(|k| format!(" {k}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "  \"{}\" -> \"{}\" [label=\"{}{}\", color={color}, fontcolor={color}, style={style}];",

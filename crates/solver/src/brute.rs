@@ -27,15 +27,18 @@ impl Engine for BruteForce {
             if !p.clauses.iter().all(|c| c.iter().any(|&l| val(l))) {
                 continue;
             }
-            let edges = p
-                .known_edges
-                .iter()
-                .copied()
-                .chain(p.lit_edges.iter().filter(|(l, _, _)| val(*l)).map(|&(_, u, v)| (u, v)));
+            let edges = p.known_edges.iter().copied().chain(
+                p.lit_edges
+                    .iter()
+                    .filter(|(l, _, _)| val(*l))
+                    .map(|&(_, u, v)| (u, v)),
+            );
             if let Some(order) = topo_order(p.num_nodes, edges) {
                 return Outcome::Sat { model, order };
             }
         }
-        Outcome::Unsat { core: (0..p.num_vars).map(Var).collect() }
+        Outcome::Unsat {
+            core: (0..p.num_vars).map(Var).collect(),
+        }
     }
 }

@@ -21,7 +21,12 @@ pub struct CdclOptions {
 
 impl Default for CdclOptions {
     fn default() -> Self {
-        CdclOptions { order_phase: true, theory_propagation: true, propagation_limit: 64, minimize_core: true }
+        CdclOptions {
+            order_phase: true,
+            theory_propagation: true,
+            propagation_limit: 64,
+            minimize_core: true,
+        }
     }
 }
 
@@ -42,7 +47,10 @@ pub struct Cdcl {
 
 impl Cdcl {
     pub fn new(opts: CdclOptions) -> Self {
-        Cdcl { opts, stats: Stats::default() }
+        Cdcl {
+            opts,
+            stats: Stats::default(),
+        }
     }
 }
 
@@ -81,11 +89,19 @@ impl Engine for Cdcl {
                 // variables.
                 let all: Vec<Var> = (0..p.num_vars).map(Var).collect();
                 if !self.opts.minimize_core || core.len() > 2000 {
-                    return Outcome::Unsat { core: crate::confirm_core(p, core).unwrap_or(all) };
+                    return Outcome::Unsat {
+                        core: crate::confirm_core(p, core).unwrap_or(all),
+                    };
                 }
                 let tries = if core.len() > 300 { 0 } else { 200 };
                 let min = crate::minimize_core(p, &core, 20_000, tries)
-                    .or_else(|| if p.num_vars <= 300 { crate::minimize_core(p, &all, 20_000, 200) } else { None })
+                    .or_else(|| {
+                        if p.num_vars <= 300 {
+                            crate::minimize_core(p, &all, 20_000, 200)
+                        } else {
+                            None
+                        }
+                    })
                     .unwrap_or(all);
                 Outcome::Unsat { core: min }
             }
@@ -230,7 +246,12 @@ impl<'p> Search<'p> {
             self.num_learnts += 1;
             self.stats.learnt_clauses += 1;
         }
-        self.clauses.push(Clause { lits, learnt, activity: 0.0, deleted: false });
+        self.clauses.push(Clause {
+            lits,
+            learnt,
+            activity: 0.0,
+            deleted: false,
+        });
         id
     }
 
@@ -347,7 +368,10 @@ impl<'p> Search<'p> {
             for e in range {
                 let (u, v) = self.edges[e];
                 for x in [u, v] {
-                    let (a, b) = (self.node_lit_start[x as usize] as usize, self.node_lit_start[x as usize + 1] as usize);
+                    let (a, b) = (
+                        self.node_lit_start[x as usize] as usize,
+                        self.node_lit_start[x as usize + 1] as usize,
+                    );
                     for k in a..b {
                         let cand = Lit::from_index(self.node_lits[k] as usize);
                         if self.value(cand) != UNDEF {
@@ -496,16 +520,22 @@ impl<'p> Search<'p> {
                 if r == NO_REASON {
                     return true;
                 }
-                !self.clauses[r as usize]
-                    .lits
-                    .iter()
-                    .all(|&x| x.var() == l.var() || self.seen[x.var().0 as usize] || self.level[x.var().0 as usize] == 0)
+                !self.clauses[r as usize].lits.iter().all(|&x| {
+                    x.var() == l.var()
+                        || self.seen[x.var().0 as usize]
+                        || self.level[x.var().0 as usize] == 0
+                })
             })
             .collect();
         for &l in &learnt[1..] {
             self.seen[l.var().0 as usize] = false;
         }
-        let mut out: Vec<Lit> = learnt.iter().zip(keep).filter(|(_, k)| *k).map(|(&l, _)| l).collect();
+        let mut out: Vec<Lit> = learnt
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(&l, _)| l)
+            .collect();
         let mut bt = 0;
         if out.len() > 1 {
             let mut mi = 1;
@@ -638,7 +668,11 @@ impl<'p> Search<'p> {
                     let cid = self.add_clause(c.clone(), false);
                     match self.value(c[0]) {
                         1 => {}
-                        -1 => return Outcome::Unsat { core: vec![c[0].var()] },
+                        -1 => {
+                            return Outcome::Unsat {
+                                core: vec![c[0].var()],
+                            }
+                        }
                         _ => self.enqueue(c[0], cid),
                     }
                 }
@@ -660,8 +694,12 @@ impl<'p> Search<'p> {
                     return Outcome::Unsat { core };
                 }
                 // A theory lemma may lie entirely below the current level.
-                let max_lvl =
-                    self.clauses[confl as usize].lits.iter().map(|l| self.level[l.var().0 as usize]).max().unwrap_or(0);
+                let max_lvl = self.clauses[confl as usize]
+                    .lits
+                    .iter()
+                    .map(|l| self.level[l.var().0 as usize])
+                    .max()
+                    .unwrap_or(0);
                 if max_lvl < self.decision_level() {
                     self.backtrack(max_lvl);
                     if max_lvl == 0 {
@@ -694,7 +732,10 @@ impl<'p> Search<'p> {
                 match self.pick_branch() {
                     None => {
                         let model = self.assign.iter().map(|&a| a == 1).collect();
-                        return Outcome::Sat { model, order: self.theory.order() };
+                        return Outcome::Sat {
+                            model,
+                            order: self.theory.order(),
+                        };
                     }
                     Some(l) => {
                         self.stats.decisions += 1;

@@ -9,7 +9,10 @@ const ABSENT: u32 = u32::MAX;
 
 impl VarHeap {
     pub fn new(n: usize) -> Self {
-        VarHeap { heap: Vec::with_capacity(n), pos: vec![ABSENT; n] }
+        VarHeap {
+            heap: Vec::with_capacity(n),
+            pos: vec![ABSENT; n],
+        }
     }
     pub fn contains(&self, v: u32) -> bool {
         self.pos[v as usize] != ABSENT
@@ -61,7 +64,11 @@ impl VarHeap {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && act[self.heap[r] as usize] > act[self.heap[l] as usize] { r } else { l };
+            let c = if r < n && act[self.heap[r] as usize] > act[self.heap[l] as usize] {
+                r
+            } else {
+                l
+            };
             if act[self.heap[c] as usize] <= act[v as usize] {
                 break;
             }

@@ -82,7 +82,10 @@ pub struct Problem {
 
 impl Problem {
     pub fn new(num_nodes: u32) -> Self {
-        Problem { num_nodes, ..Default::default() }
+        Problem {
+            num_nodes,
+            ..Default::default()
+        }
     }
     pub fn new_var(&mut self) -> Var {
         self.num_vars += 1;
@@ -111,7 +114,12 @@ impl Problem {
             num_nodes: self.num_nodes,
             num_vars: self.num_vars,
             known_edges: self.known_edges.clone(),
-            lit_edges: self.lit_edges.iter().copied().filter(|(l, _, _)| keep[l.var().0 as usize]).collect(),
+            lit_edges: self
+                .lit_edges
+                .iter()
+                .copied()
+                .filter(|(l, _, _)| keep[l.var().0 as usize])
+                .collect(),
             clauses: self
                 .clauses
                 .iter()
@@ -127,11 +135,12 @@ impl Problem {
         if !self.clauses.iter().all(|c| c.iter().any(|&l| val(l))) {
             return false;
         }
-        let edges = self
-            .known_edges
-            .iter()
-            .copied()
-            .chain(self.lit_edges.iter().filter(|(l, _, _)| val(*l)).map(|&(_, u, v)| (u, v)));
+        let edges = self.known_edges.iter().copied().chain(
+            self.lit_edges
+                .iter()
+                .filter(|(l, _, _)| val(*l))
+                .map(|&(_, u, v)| (u, v)),
+        );
         topo_order(self.num_nodes, edges).is_some()
     }
 }
@@ -204,13 +213,19 @@ impl Budget {
     }
     /// A flag another thread may set to stop the solve.
     pub fn interrupt_flag(&mut self) -> Arc<AtomicBool> {
-        self.interrupt.get_or_insert_with(|| Arc::new(AtomicBool::new(false))).clone()
+        self.interrupt
+            .get_or_insert_with(|| Arc::new(AtomicBool::new(false)))
+            .clone()
     }
     pub(crate) fn exceeded(&self, conflicts: u64) -> Option<StopReason> {
         if self.max_conflicts.is_some_and(|m| conflicts >= m) {
             return Some(StopReason::Conflicts);
         }
-        if self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
+        if self
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+        {
             return Some(StopReason::Interrupted);
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -243,17 +258,35 @@ pub trait Engine {
 /// Re-solves `candidate` alone; Some(candidate) if that is UNSAT.
 pub fn confirm_core(p: &Problem, candidate: Vec<Var>) -> Option<Vec<Var>> {
     let sub = p.restrict(&candidate);
-    let mut s = Cdcl::new(CdclOptions { minimize_core: false, ..Default::default() });
-    matches!(s.solve_raw(&sub, &Budget::unlimited().with_conflicts(200_000)), Outcome::Unsat { .. }).then_some(candidate)
+    let mut s = Cdcl::new(CdclOptions {
+        minimize_core: false,
+        ..Default::default()
+    });
+    matches!(
+        s.solve_raw(&sub, &Budget::unlimited().with_conflicts(200_000)),
+        Outcome::Unsat { .. }
+    )
+    .then_some(candidate)
 }
 
 /// Shrinks an UNSAT core candidate: first checks the candidate really is UNSAT on its own, then
 /// drops variables one at a time while it stays UNSAT, within a conflict budget per attempt.
-pub fn minimize_core(p: &Problem, candidate: &[Var], budget_per_try: u64, max_tries: usize) -> Option<Vec<Var>> {
+pub fn minimize_core(
+    p: &Problem,
+    candidate: &[Var],
+    budget_per_try: u64,
+    max_tries: usize,
+) -> Option<Vec<Var>> {
     let unsat = |vars: &[Var]| -> bool {
         let sub = p.restrict(vars);
-        let mut s = Cdcl::new(CdclOptions { minimize_core: false, ..Default::default() });
-        matches!(s.solve_raw(&sub, &Budget::unlimited().with_conflicts(budget_per_try)), Outcome::Unsat { .. })
+        let mut s = Cdcl::new(CdclOptions {
+            minimize_core: false,
+            ..Default::default()
+        });
+        matches!(
+            s.solve_raw(&sub, &Budget::unlimited().with_conflicts(budget_per_try)),
+            Outcome::Unsat { .. }
+        )
     };
     if !unsat(candidate) {
         return None;

@@ -155,7 +155,12 @@ impl Acyclic {
         self.delta_b.sort_unstable_by_key(|&x| ord[x as usize]);
         self.delta_f.sort_unstable_by_key(|&x| ord[x as usize]);
         self.pool.clear();
-        self.pool.extend(self.delta_b.iter().chain(self.delta_f.iter()).map(|&x| ord[x as usize]));
+        self.pool.extend(
+            self.delta_b
+                .iter()
+                .chain(self.delta_f.iter())
+                .map(|&x| ord[x as usize]),
+        );
         self.pool.sort_unstable();
         for (i, &x) in self.delta_b.iter().chain(self.delta_f.iter()).enumerate() {
             self.ord[x as usize] = self.pool[i];

@@ -38,7 +38,9 @@ fn random_problem(r: &mut Rng) -> Problem {
         }
     }
     for _ in 0..r.below(4) {
-        let c: Vec<Lit> = (0..1 + r.below(3)).map(|_| Lit::new(Var(r.below(vars as u64) as u32), r.below(2) == 0)).collect();
+        let c: Vec<Lit> = (0..1 + r.below(3))
+            .map(|_| Lit::new(Var(r.below(vars as u64) as u32), r.below(2) == 0))
+            .collect();
         p.clauses.push(c);
     }
     p
@@ -49,7 +51,11 @@ fn check(p: &Problem, engine: &mut dyn Engine) -> bool {
     let got = engine.solve(p, &Budget::unlimited());
     match (&truth, &got) {
         (Outcome::Sat { .. }, Outcome::Sat { model, order }) => {
-            assert!(p.check_model(model), "{} gave a bad model for {p:?}", engine.name());
+            assert!(
+                p.check_model(model),
+                "{} gave a bad model for {p:?}",
+                engine.name()
+            );
             // The order must respect every present edge.
             let mut pos = vec![0; p.num_nodes as usize];
             for (i, &x) in order.iter().enumerate() {
@@ -69,12 +75,18 @@ fn check(p: &Problem, engine: &mut dyn Engine) -> bool {
         (Outcome::Unsat { .. }, Outcome::Unsat { core }) => {
             let sub = p.restrict(core);
             assert!(
-                matches!(BruteForce::default().solve(&sub, &Budget::unlimited()), Outcome::Unsat { .. }),
+                matches!(
+                    BruteForce::default().solve(&sub, &Budget::unlimited()),
+                    Outcome::Unsat { .. }
+                ),
                 "core {core:?} is satisfiable for {p:?}"
             );
             false
         }
-        _ => panic!("{} disagrees with brute force on {p:?}: {truth:?} vs {got:?}", engine.name()),
+        _ => panic!(
+            "{} disagrees with brute force on {p:?}: {truth:?} vs {got:?}",
+            engine.name()
+        ),
     }
 }
 
@@ -86,7 +98,11 @@ fn cdcl_agrees_with_brute_force() {
         let p = random_problem(&mut r);
         for opts in [
             CdclOptions::default(),
-            CdclOptions { order_phase: false, theory_propagation: false, ..Default::default() },
+            CdclOptions {
+                order_phase: false,
+                theory_propagation: false,
+                ..Default::default()
+            },
         ] {
             if check(&p, &mut Cdcl::new(opts)) {
                 sat += 1;
@@ -103,7 +119,10 @@ fn cdcl_agrees_with_brute_force() {
 fn known_cycle_is_unsat_with_empty_core() {
     let mut p = Problem::new(3);
     p.known_edges = vec![(0, 1), (1, 2), (2, 0)];
-    assert_eq!(Cdcl::default().solve(&p, &Budget::unlimited()), Outcome::Unsat { core: vec![] });
+    assert_eq!(
+        Cdcl::default().solve(&p, &Budget::unlimited()),
+        Outcome::Unsat { core: vec![] }
+    );
 }
 
 #[test]
@@ -126,15 +145,24 @@ fn budget_stops_a_hard_instance() {
     let mut r = Rng(42);
     let mut p = Problem::new(60);
     for _ in 0..400 {
-        let (a, b, c, d) = (r.below(60) as u32, r.below(60) as u32, r.below(60) as u32, r.below(60) as u32);
+        let (a, b, c, d) = (
+            r.below(60) as u32,
+            r.below(60) as u32,
+            r.below(60) as u32,
+            r.below(60) as u32,
+        );
         if a != b && c != d {
             p.add_choice(&[(a, b)], &[(c, d)]);
         }
     }
     let out = Cdcl::default().solve(&p, &Budget::unlimited().with_conflicts(1));
-    assert!(matches!(out, Outcome::Unknown(StopReason::Conflicts) | Outcome::Sat { .. } | Outcome::Unsat { .. }));
+    assert!(matches!(
+        out,
+        Outcome::Unknown(StopReason::Conflicts) | Outcome::Sat { .. } | Outcome::Unsat { .. }
+    ));
     let mut b = Budget::unlimited();
-    b.interrupt_flag().store(true, std::sync::atomic::Ordering::Relaxed);
+    b.interrupt_flag()
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let mut hard = p.clone();
     hard.clauses.push(vec![Lit::pos(Var(0)), Lit::pos(Var(1))]);
     let out = Cdcl::default().solve(&hard, &b);

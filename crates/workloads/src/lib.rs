@@ -44,8 +44,12 @@ pub struct BlindW {
     pub fence_every: Option<usize>,
     /// Record start/commit timestamps (nanoseconds, 1 µs per transaction).
     pub timestamps: bool,
-    /// Probability that a read sees a version older than its snapshot (a fault).
+    /// Probability that a read sees a version older than its snapshot (a fault; often still
+    /// serializable, since the reader can be placed earlier).
     pub stale_reads: f64,
+    /// Probability that a read-only transaction sees one write of a recent transaction but not
+    /// another of the same transaction (a fault that is never serializable: read skew).
+    pub fractured_reads: f64,
     pub seed: u64,
 }
 
@@ -61,14 +65,21 @@ impl BlindW {
             fence_every: None,
             timestamps: true,
             stale_reads: 0.0,
+            fractured_reads: 0.0,
             seed: 1,
         }
     }
     pub fn rm(txns: usize) -> BlindW {
-        BlindW { read_only: 0.9, ..BlindW::rw(txns) }
+        BlindW {
+            read_only: 0.9,
+            ..BlindW::rw(txns)
+        }
     }
     pub fn wm(txns: usize) -> BlindW {
-        BlindW { read_only: 0.1, ..BlindW::rw(txns) }
+        BlindW {
+            read_only: 0.1,
+            ..BlindW::rw(txns)
+        }
     }
 }
 
@@ -91,6 +102,8 @@ pub fn blindw(p: &BlindW) -> History {
     let mut sessions: Vec<Vec<PendingTxn>> = (0..p.sessions).map(|_| Vec::new()).collect();
     let mut session_count = vec![0usize; p.sessions];
     let mut next_value = 1u64;
+    // Recent write transactions: their (key, value written, value before) triples.
+    let mut recent: std::collections::VecDeque<Vec<(usize, u64, Option<u64>)>> = Default::default();
     let mut seq = 0u64;
     let read_at = |versions: &Vec<Vec<(u64, u64)>>, k: usize, snap: u64| -> Option<u64> {
         let v = &versions[k];
@@ -102,7 +115,7 @@ pub fn blindw(p: &BlindW) -> History {
         seq += 1;
         let n = session_count[s];
         session_count[s] += 1;
-        let ext = ((s as u64 + 1) << 32) | n as u64;
+        let ext = seq;
         let now = seq * 1000;
         let mut ops = Vec::with_capacity(p.ops_per_txn);
         let is_fence = p.fence_every.is_some_and(|f| n % f == f - 1);
@@ -129,6 +142,19 @@ pub fn blindw(p: &BlindW) -> History {
                     picked.push(k);
                 }
             }
+            if p.fractured_reads > 0.0 && !recent.is_empty() && rng.chance(p.fractured_reads) {
+                // See the first write of a recent transaction and miss its second.
+                let w = &recent[rng.below(recent.len() as u64) as usize];
+                let (k0, v0, _) = w[0];
+                let (k1, _, before) = w[1];
+                picked.retain(|&k| k as usize != k0 && k as usize != k1);
+                picked.truncate(p.ops_per_txn.saturating_sub(2));
+                ops.push((OpKind::Read, keys[k0], v0));
+                ops.push(match before {
+                    Some(v) => (OpKind::Read, keys[k1], v),
+                    None => (OpKind::ReadInit, keys[k1], 0),
+                });
+            }
             for k in picked {
                 let mut at = snap;
                 if p.stale_reads > 0.0 && rng.chance(p.stale_reads) {
@@ -147,13 +173,27 @@ pub fn blindw(p: &BlindW) -> History {
                     picked.push(k);
                 }
             }
+            let mut written = Vec::with_capacity(picked.len());
             for k in picked {
+                let before = versions[k as usize].last().map(|v| v.1);
                 ops.push((OpKind::Write, keys[k as usize], next_value));
                 versions[k as usize].push((seq, next_value));
+                written.push((k as usize, next_value, before));
                 next_value += 1;
             }
+            if written.len() >= 2 {
+                recent.push_back(written);
+                if recent.len() > 32 {
+                    recent.pop_front();
+                }
+            }
         }
-        sessions[s].push(PendingTxn { ext, start, commit: now + 100, ops });
+        sessions[s].push(PendingTxn {
+            ext,
+            start,
+            commit: now + 100,
+            ops,
+        });
     }
     for (s, txns) in sessions.into_iter().enumerate() {
         b.begin_session(format!("s{s}"));
@@ -161,8 +201,13 @@ pub fn blindw(p: &BlindW) -> History {
             for (kind, k, v) in t.ops {
                 b.op(kind, k, v).expect("generated write values are unique");
             }
-            let (start, commit) = if p.timestamps { (t.start, t.commit) } else { (krait_history::NO_TIME, krait_history::NO_TIME) };
-            b.finish_txn(t.ext, TxnStatus::Committed, start, commit).expect("generated ids are unique");
+            let (start, commit) = if p.timestamps {
+                (t.start, t.commit)
+            } else {
+                (krait_history::NO_TIME, krait_history::NO_TIME)
+            };
+            b.finish_txn(t.ext, TxnStatus::Committed, start, commit)
+                .expect("generated ids are unique");
         }
     }
     b.finish()
@@ -183,7 +228,10 @@ mod tests {
 
     #[test]
     fn fences_are_recorded() {
-        let h = blindw(&BlindW { fence_every: Some(10), ..BlindW::rm(1000) });
+        let h = blindw(&BlindW {
+            fence_every: Some(10),
+            ..BlindW::rm(1000)
+        });
         let fences = (0..h.num_txns() as u32).filter(|&t| h.is_fence(t)).count();
         assert!(fences > 50, "{fences}");
     }

@@ -28,7 +28,9 @@ impl Rng {
 pub fn serializable(h: &History, strict: Option<u64>) -> bool {
     let n = h.num_txns();
     assert!(n <= 16);
-    let sessions: Vec<Vec<TxnId>> = (0..h.num_sessions()).map(|s| h.session_range(s).collect()).collect();
+    let sessions: Vec<Vec<TxnId>> = (0..h.num_sessions())
+        .map(|s| h.session_range(s).collect())
+        .collect();
     let mut state: Vec<Option<u64>> = vec![None; h.num_keys()];
     let mut dead: HashSet<(u32, Vec<Option<u64>>)> = HashSet::new();
     fn go(
@@ -40,9 +42,8 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
         state: &mut Vec<Option<u64>>,
         dead: &mut HashSet<(u32, Vec<Option<u64>>)>,
     ) -> bool {
-        let all_committed = (0..h.num_txns()).all(|t| {
-            h.txn_status[t] != TxnStatus::Committed || done & (1 << t) != 0
-        });
+        let all_committed = (0..h.num_txns())
+            .all(|t| h.txn_status[t] != TxnStatus::Committed || done & (1 << t) != 0);
         if all_committed {
             return true;
         }
@@ -51,7 +52,12 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
         }
         for s in sessions {
             // The next transaction of this session not yet placed or skipped.
-            let Some(&t) = s.iter().find(|&&t| done & (1 << t) == 0 && skipped & (1 << t) == 0) else { continue };
+            let Some(&t) = s
+                .iter()
+                .find(|&&t| done & (1 << t) == 0 && skipped & (1 << t) == 0)
+            else {
+                continue;
+            };
             let st = h.txn_status[t as usize];
             if st == TxnStatus::Aborted {
                 // Aborted transactions take no part; they do not block their session.
@@ -60,7 +66,9 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
                 }
                 continue;
             }
-            if st == TxnStatus::Unknown && go(h, sessions, strict, done, skipped | (1 << t), state, dead) {
+            if st == TxnStatus::Unknown
+                && go(h, sessions, strict, done, skipped | (1 << t), state, dead)
+            {
                 return true;
             }
             // Real time: everything that finished (beyond the drift) before t started must be
