@@ -123,11 +123,11 @@ pub fn parse_session(
     let mut key_of = |b: &mut HistoryBuilder, h: u64| -> KeyId {
         *keys.entry(h).or_insert_with(|| {
             if h == FENCE_KEY_HASH {
-                let k = b.key("FZVERSION");
+                let k = b.new_key_unindexed("FZVERSION".to_string());
                 b.set_fence_key(k);
                 k
             } else {
-                b.key(&format!("{h:016x}"))
+                b.new_key_unindexed(format!("{h:016x}"))
             }
         })
     };

@@ -164,7 +164,7 @@ impl History {
 #[derive(Default)]
 pub struct HistoryBuilder {
     pub(crate) h: History,
-    key_index: std::collections::HashMap<String, KeyId>,
+    key_index: FxHashMap<String, KeyId>,
     open_session: bool,
 }
 
@@ -186,6 +186,13 @@ impl HistoryBuilder {
         let k = self.h.keys.len() as KeyId;
         self.h.keys.push(name.to_string());
         self.key_index.insert(name.to_string(), k);
+        k
+    }
+    /// Adds a key the caller knows is new (a reader with its own index, such as Cobra's hashes).
+    /// It is not entered in the name index, so [`Self::key`] must not be mixed with it.
+    pub fn new_key_unindexed(&mut self, name: String) -> KeyId {
+        let k = self.h.keys.len() as KeyId;
+        self.h.keys.push(name);
         k
     }
     pub fn set_fence_key(&mut self, k: KeyId) {
