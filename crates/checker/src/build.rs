@@ -22,6 +22,16 @@ pub struct Constraint {
     pub second: (u32, u32),
 }
 
+/// A chain of writes of one key, as the coalesced constraints see it.
+#[derive(Clone, Copy, Debug)]
+pub struct ChainRec {
+    pub head: Node,
+    pub tail: Node,
+    /// The node standing for "after the tail and all its readers".
+    pub gate: Node,
+    pub gate_kind: EdgeKind,
+}
+
 pub struct Built {
     /// Nodes: INIT, then one per included transaction, then gate nodes.
     pub num_nodes: usize,
@@ -37,11 +47,62 @@ pub struct Built {
     /// Session chains for the reachability index: (chain, position) per node.
     pub chain_of: Vec<(u32, u32)>,
     pub num_chains: usize,
-    pub num_rw_chains: usize,
     pub excluded_unknown: usize,
+    /// Chains awaiting pairing into constraints: `chain_recs[a..b]` for each (key, a, b).
+    pub chain_recs: Vec<ChainRec>,
+    pub chain_keys: Vec<(u32, u32, u32)>,
 }
 
 impl Built {
+    /// Forms one constraint per pair of chains of a key, leaving out pairs for which `decided`
+    /// says one order is already implied by the known graph (it adds nothing then).
+    pub fn pair_chains(&mut self, decided: impl Fn(&ChainRec, &ChainRec) -> bool + Sync) {
+        use rayon::prelude::*;
+        let recs = &self.chain_recs;
+        let pairs: Vec<Vec<(u32, u32)>> = self
+            .chain_keys
+            .par_iter()
+            .map(|&(_, a, b)| {
+                let mut out = Vec::new();
+                for i in a..b {
+                    for j in i + 1..b {
+                        if !decided(&recs[i as usize], &recs[j as usize]) {
+                            out.push((i, j));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        for (&(k, _, _), ps) in self.chain_keys.iter().zip(pairs) {
+            for (i, j) in ps {
+                let (ci, cj) = (self.chain_recs[i as usize], self.chain_recs[j as usize]);
+                let s = self.cedges.len() as u32;
+                self.cedges
+                    .push((ci.gate, cj.head, Label::fact(ci.gate_kind, k)));
+                self.cedges
+                    .push((cj.gate, ci.head, Label::fact(cj.gate_kind, k)));
+                self.constraints.push(Constraint {
+                    key: k,
+                    a: (ci.head, ci.tail),
+                    b: (cj.head, cj.tail),
+                    first: (s, s + 1),
+                    second: (s + 1, s + 2),
+                });
+            }
+        }
+        self.chain_keys.clear();
+        self.chain_recs = Vec::new();
+    }
+
+    /// How many pairs [`Self::pair_chains`] would consider.
+    pub fn chain_pairs(&self) -> usize {
+        self.chain_keys
+            .iter()
+            .map(|&(_, a, b)| ((b - a) as usize * (b - a - 1) as usize) / 2)
+            .sum()
+    }
+
     pub fn txn_of(&self, n: Node) -> Option<TxnId> {
         if n == INIT || n >= self.first_gate {
             None
@@ -246,8 +307,9 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
         cedges: Vec::new(),
         chain_of,
         num_chains,
-        num_rw_chains: 0,
         excluded_unknown,
+        chain_recs: Vec::new(),
+        chain_keys: Vec::new(),
     };
     chains_and_constraints(&mut b, &reads, &writes, &rmws, opts);
     b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
@@ -388,31 +450,22 @@ fn chains_and_constraints(
                     }
                 }
             }
-            for i in 0..chains.len() {
-                if Some(i) == init_chain {
-                    continue;
-                }
-                for j in i + 1..chains.len() {
-                    if Some(j) == init_chain {
-                        continue;
-                    }
-                    let (hi, ti, hj, tj) = (
-                        chains[i][0],
-                        *chains[i].last().unwrap(),
-                        chains[j][0],
-                        *chains[j].last().unwrap(),
-                    );
-                    let s = b.cedges.len() as u32;
-                    b.cedges.push((gates[i].0, hj, Label::fact(gates[i].1, k)));
-                    b.cedges.push((gates[j].0, hi, Label::fact(gates[j].1, k)));
-                    b.constraints.push(Constraint {
-                        key: k,
-                        a: (hi, ti),
-                        b: (hj, tj),
-                        first: (s, s + 1),
-                        second: (s + 1, s + 2),
+            // Pairs are formed later, once reachability can tell which are already decided.
+            let first = b.chain_recs.len() as u32;
+            for (i, c) in chains.iter().enumerate() {
+                if Some(i) != init_chain {
+                    b.chain_recs.push(ChainRec {
+                        head: c[0],
+                        tail: *c.last().unwrap(),
+                        gate: gates[i].0,
+                        gate_kind: gates[i].1,
                     });
                 }
+            }
+            if b.chain_recs.len() as u32 - first >= 2 {
+                b.chain_keys.push((k, first, b.chain_recs.len() as u32));
+            } else {
+                b.chain_recs.truncate(first as usize);
             }
         } else {
             explicit_constraints(b, k, &chains, &readers, opts.coalesce);

@@ -182,7 +182,7 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
     }
     stats.txns_checked = b.node_txn.len();
     stats.unknown_outcome_excluded = b.excluded_unknown;
-    stats.constraints = b.constraints.len();
+    stats.constraints = b.constraints.len() + b.chain_pairs();
     timings.graph = t1.elapsed();
 
     let t2 = Instant::now();
@@ -307,6 +307,17 @@ impl ReachCtx<'_> {
             }
         }
     }
+    /// Whether the known graph already orders `gate` (or, for a gate node, all its
+    /// predecessors) before `head`, so the edge gate → head is implied.
+    fn implied(&self, gate: Node, head: Node) -> bool {
+        if gate >= self.first_gate {
+            let preds = self.preds.succ(gate);
+            !preds.is_empty() && preds.iter().all(|&(p, _)| self.reaches(p, head))
+        } else {
+            self.reaches(gate, head)
+        }
+    }
+
     /// Whether adding all these edges would close a cycle with the known graph.
     fn closes_cycle(&self, edges: &[(Node, Node, Label)]) -> bool {
         edges.iter().any(|&(u, v, _)| self.reaches(v, u))
@@ -321,7 +332,12 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
     loop {
         let csr = csr_of(b);
         let order = graph::topo_order(b.num_nodes, &csr)?;
-        if !opts.prune || round >= opts.prune_rounds || remaining.is_empty() {
+        if !opts.prune {
+            b.pair_chains(|_, _| false);
+            remaining = (0..b.constraints.len() as u32).collect();
+            break;
+        }
+        if round >= opts.prune_rounds || (remaining.is_empty() && b.chain_keys.is_empty()) {
             break;
         }
         round += 1;
@@ -348,6 +364,12 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
             preds: &preds,
             first_gate: b.first_gate,
         };
+        if !b.chain_keys.is_empty() {
+            // A pair whose one order the known graph already implies needs no constraint.
+            let before = b.constraints.len() as u32;
+            b.pair_chains(|x, y| ctx.implied(x.gate, y.head) || ctx.implied(y.gate, x.head));
+            remaining.extend(before..b.constraints.len() as u32);
+        }
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
         let decisions: Vec<u8> = remaining
             .par_iter()
