@@ -54,6 +54,13 @@ enum BenchCmd {
         #[arg(long, default_value = "blindw-rm")]
         workload: String,
     },
+    /// The solver alone on Cobra-shaped instances (n transactions, 2.5n constraints).
+    Solver {
+        #[arg(long, value_delimiter = ',', default_value = "1000,5000,20000,100000")]
+        sizes: Vec<u32>,
+        #[arg(long, default_value_t = 2.5)]
+        constraints_per_txn: f64,
+    },
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: PathBuf },
@@ -89,6 +96,65 @@ fn mb(bytes: f64) -> String {
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     match a.what {
+        BenchCmd::Solver {
+            sizes,
+            constraints_per_txn,
+        } => {
+            use krait_solver::{Budget, Cdcl, CdclOptions, Engine, Outcome};
+            println!(
+                "{:>8} {:>9} {:<28} {:>7} {:>10} {:>10} {:>12} {:>9}",
+                "n", "constr", "engine", "result", "ms", "conflicts", "propagations", "reorders"
+            );
+            for n in sizes {
+                let k = (n as f64 * constraints_per_txn) as u32;
+                let p = krait_solver::cobra_shaped(n, k, 24, 64, 42);
+                let configs = [
+                    ("cdcl (all heuristics)", CdclOptions::default()),
+                    (
+                        "cdcl no order-phase",
+                        CdclOptions {
+                            order_phase: false,
+                            ..Default::default()
+                        },
+                    ),
+                    (
+                        "cdcl no theory-propagation",
+                        CdclOptions {
+                            theory_propagation: false,
+                            ..Default::default()
+                        },
+                    ),
+                    (
+                        "cdcl plain",
+                        CdclOptions {
+                            order_phase: false,
+                            theory_propagation: false,
+                            ..Default::default()
+                        },
+                    ),
+                ];
+                for (name, o) in configs {
+                    let mut s = Cdcl::new(o);
+                    let t = Instant::now();
+                    let out = s.solve(
+                        &p,
+                        &Budget::unlimited().with_timeout(std::time::Duration::from_secs(60)),
+                    );
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    let st = s.stats();
+                    let res = match out {
+                        Outcome::Sat { .. } => "SAT",
+                        Outcome::Unsat { .. } => "UNSAT",
+                        Outcome::Unknown(_) => "timeout",
+                    };
+                    println!(
+                        "{:>8} {:>9} {:<28} {:>7} {:>10.1} {:>10} {:>12} {:>9}",
+                        n, k, name, res, ms, st.conflicts, st.propagations, st.reorders
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCmd::LoadOne { path } => {
             let t = Instant::now();
             let l = krait_history::load(&path, None)?;

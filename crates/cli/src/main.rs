@@ -132,6 +132,9 @@ struct GenerateArgs {
     keys: u64,
     #[arg(long)]
     fence_every: Option<usize>,
+    /// Time between commits, e.g. 500us for 2,000 transactions a second.
+    #[arg(long, default_value = "1us", value_parser = parse_duration)]
+    txn_interval: Duration,
     #[arg(long, default_value_t = 0.0)]
     stale_reads: f64,
     /// Probability of a fractured read (never serializable).
@@ -241,6 +244,7 @@ fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::History> {
         sessions: g.sessions,
         keys: g.keys,
         fence_every: g.fence_every,
+        ns_per_txn: g.txn_interval.as_nanos() as u64,
         stale_reads: g.stale_reads,
         fractured_reads: g.fractured_reads,
         seed: g.seed,
@@ -259,6 +263,7 @@ fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitC
         sessions: 24,
         keys: 10_000,
         fence_every: None,
+        txn_interval: Duration::from_micros(1),
         stale_reads: 0.0,
         fractured_reads: if faulty { 0.001 } else { 0.0 },
         seed: 7,

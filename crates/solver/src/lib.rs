@@ -306,3 +306,48 @@ pub fn minimize_core(
     }
     Some(core)
 }
+
+/// Cobra-shaped instances for benchmarks and tests: `n` transactions in `sessions` sessions
+/// (session chains), read edges from recent transactions, and `k` either/or constraints between
+/// transactions close in a hidden serial order, one option agreeing with it. Always SAT unless
+/// `violations` constraints are made to contradict the known graph.
+pub fn cobra_shaped(n: u32, k: u32, sessions: u32, window: u32, seed: u64) -> Problem {
+    let mut s = seed | 1;
+    let mut rnd = move |m: u32| -> u32 {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        ((s >> 32) % m as u64) as u32
+    };
+    let mut p = Problem::new(n);
+    // Node i is the i-th transaction of the hidden serial order.
+    let mut last: Vec<Option<u32>> = vec![None; sessions as usize];
+    for i in 0..n {
+        let sid = rnd(sessions) as usize;
+        if let Some(prev) = last[sid] {
+            p.known_edges.push((prev, i));
+        }
+        last[sid] = Some(i);
+        for _ in 0..2 {
+            if i > 0 {
+                let back = 1 + rnd(window.min(i));
+                p.known_edges.push((i - back, i));
+            }
+        }
+    }
+    for _ in 0..k {
+        let a = rnd(n.saturating_sub(window).max(1));
+        let b = a + 1 + rnd(window - 1);
+        let c = a + rnd(b - a);
+        let d = b.min(n - 1);
+        // One option agrees with the hidden order (a before b), the other (d before c) does
+        // not; which polarity is which is random, so a fixed default phase has no advantage.
+        let v = p.new_var();
+        let agree = rnd(2) == 0;
+        p.lit_edges.push((Lit::new(v, agree), a, b.min(n - 1)));
+        if c != d {
+            p.lit_edges.push((Lit::new(v, !agree), d, c));
+        }
+    }
+    p
+}

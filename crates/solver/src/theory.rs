@@ -28,7 +28,8 @@ pub(crate) struct Acyclic {
 }
 
 pub(crate) enum AddResult {
-    Ok,
+    /// Added; `true` when the topological order had to change.
+    Ok(bool),
     /// The labels (literal indices) on the path v ⇝ u that, with the new edge u→v, closes a
     /// cycle. Known edges are left out.
     Cycle(Vec<u32>),
@@ -84,7 +85,8 @@ impl Acyclic {
             return AddResult::Cycle(Vec::new());
         }
         let (ou, ov) = (self.ord[u as usize], self.ord[v as usize]);
-        if ou > ov {
+        let reordered = ou > ov;
+        if reordered {
             // Forward search from v among nodes not after u; BFS so the cycle found is short.
             let s = self.next_stamp();
             self.delta_f.clear();
@@ -131,7 +133,7 @@ impl Acyclic {
         self.out[u as usize].push((v, label));
         self.inn[v as usize].push((u, label));
         self.added.push(u);
-        AddResult::Ok
+        AddResult::Ok(reordered)
     }
 
     fn path_labels(&self, from: Node, to: Node) -> Vec<u32> {
@@ -177,8 +179,8 @@ impl Acyclic {
         }
     }
 
-    /// Whether v ⇝ u exists (so that u→v would close a cycle), looking at no more than `limit`
-    /// nodes; returns the labels of such a path. A false answer may come from the limit.
+    /// Whether v ⇝ u exists (so that u→v would close a cycle), scanning no more than `limit`
+    /// edges; returns the labels of such a path. A false answer may come from the limit.
     pub fn reaches(&mut self, v: Node, u: Node, limit: usize) -> Option<Vec<u32>> {
         if u == v {
             return Some(Vec::new());
@@ -192,7 +194,8 @@ impl Acyclic {
         self.queue.push(v);
         self.mark[v as usize] = s;
         let mut head = 0;
-        while head < self.queue.len() && head < limit {
+        let mut budget = limit;
+        while head < self.queue.len() {
             let x = self.queue[head];
             head += 1;
             for &(y, lab) in &self.out[x as usize] {
@@ -200,6 +203,10 @@ impl Acyclic {
                     self.parent[y as usize] = (x, lab);
                     return Some(self.path_labels(v, u));
                 }
+                if budget == 0 {
+                    return None;
+                }
+                budget -= 1;
                 if self.ord[y as usize] < ou && self.mark[y as usize] != s {
                     self.mark[y as usize] = s;
                     self.parent[y as usize] = (x, lab);

@@ -42,8 +42,10 @@ pub struct BlindW {
     pub max_lag: usize,
     /// A fence (read-modify-write of the fence key) every this many transactions per session.
     pub fence_every: Option<usize>,
-    /// Record start/commit timestamps (nanoseconds, 1 µs per transaction).
+    /// Record start/commit timestamps (nanoseconds).
     pub timestamps: bool,
+    /// Time between transaction commits (nanoseconds): 500 µs is 2,000 transactions a second.
+    pub ns_per_txn: u64,
     /// Probability that a read sees a version older than its snapshot (a fault; often still
     /// serializable, since the reader can be placed earlier).
     pub stale_reads: f64,
@@ -64,6 +66,7 @@ impl BlindW {
             max_lag: 24,
             fence_every: None,
             timestamps: true,
+            ns_per_txn: 1000,
             stale_reads: 0.0,
             fractured_reads: 0.0,
             seed: 1,
@@ -116,10 +119,11 @@ pub fn blindw(p: &BlindW) -> History {
         let n = session_count[s];
         session_count[s] += 1;
         let ext = seq;
-        let now = seq * 1000;
+        let unit = p.ns_per_txn.max(10);
+        let now = seq * unit;
         let mut ops = Vec::with_capacity(p.ops_per_txn);
         let is_fence = p.fence_every.is_some_and(|f| n % f == f - 1);
-        let mut start = now - 500;
+        let mut start = now - unit / 2;
         if is_fence {
             let v = read_at(&versions, p.keys as usize, seq);
             ops.push(match v {
@@ -131,10 +135,10 @@ pub fn blindw(p: &BlindW) -> History {
             next_value += 1;
         } else if rng.chance(p.read_only) {
             // The snapshot may lag, but never behind this session's previous transaction.
-            let prev = sessions[s].last().map(|t| t.commit / 1000).unwrap_or(0);
+            let prev = sessions[s].last().map(|t| t.commit / unit).unwrap_or(0);
             let lag = rng.below(p.max_lag as u64 + 1);
             let snap = seq.saturating_sub(lag).max(prev);
-            start = snap * 1000 + 1;
+            start = snap * unit + 1;
             let mut picked: Vec<u64> = Vec::with_capacity(p.ops_per_txn);
             while picked.len() < p.ops_per_txn {
                 let k = rng.below(p.keys);
