@@ -125,10 +125,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                         },
                     ),
                     (
+                        "cdcl with two-cycle clauses",
+                        CdclOptions {
+                            two_cycle_clauses: true,
+                            ..Default::default()
+                        },
+                    ),
+                    (
                         "cdcl plain",
                         CdclOptions {
                             order_phase: false,
                             theory_propagation: false,
+                            two_cycle_clauses: false,
                             ..Default::default()
                         },
                     ),

@@ -17,6 +17,9 @@ pub struct CdclOptions {
     pub propagation_limit: usize,
     /// Shrink UNSAT cores by re-solving.
     pub minimize_core: bool,
+    /// Before search, add ¬a ∨ ¬b for literal edges a = s→x and b = x→s' that would close a
+    /// cycle with a known path s' ⇝ s (two-edge cycles through a shared node).
+    pub two_cycle_clauses: bool,
 }
 
 impl Default for CdclOptions {
@@ -26,6 +29,7 @@ impl Default for CdclOptions {
             theory_propagation: true,
             propagation_limit: 64,
             minimize_core: true,
+            two_cycle_clauses: false,
         }
     }
 }
@@ -661,6 +665,43 @@ impl<'p> Search<'p> {
         core
     }
 
+    fn add_two_cycle_clauses(&mut self) {
+        // In- and out-going literal edges per node, capped so hot nodes stay cheap.
+        const CAP: usize = 48;
+        let n = self.p.num_nodes as usize;
+        let mut inc: Vec<Vec<(Lit, Node)>> = vec![Vec::new(); n];
+        let mut outg: Vec<Vec<(Lit, Node)>> = vec![Vec::new(); n];
+        for &(l, u, v) in &self.p.lit_edges {
+            if outg[u as usize].len() < CAP {
+                outg[u as usize].push((l, v));
+            }
+            if inc[v as usize].len() < CAP {
+                inc[v as usize].push((l, u));
+            }
+        }
+        let mut new = Vec::new();
+        for x in 0..n {
+            for &(a, s) in &inc[x] {
+                for &(b, s2) in &outg[x] {
+                    if a.var() == b.var() {
+                        continue;
+                    }
+                    // Known edges only: the theory holds no literal edges at level 0 yet.
+                    if self
+                        .theory
+                        .reaches(s2, s, self.opts.propagation_limit)
+                        .is_some()
+                    {
+                        new.push(vec![!a, !b]);
+                    }
+                }
+            }
+        }
+        for c in new {
+            self.add_clause(c, false);
+        }
+    }
+
     fn run(&mut self, budget: &Budget) -> Outcome {
         for c in &self.p.clauses {
             let mut c = c.clone();
@@ -687,6 +728,9 @@ impl<'p> Search<'p> {
                     self.add_clause(c, false);
                 }
             }
+        }
+        if self.opts.two_cycle_clauses {
+            self.add_two_cycle_clauses();
         }
         let mut restart_n = 0u32;
         let mut conflicts_here = 0u64;

@@ -99,6 +99,10 @@ fn cdcl_agrees_with_brute_force() {
         for opts in [
             CdclOptions::default(),
             CdclOptions {
+                two_cycle_clauses: true,
+                ..Default::default()
+            },
+            CdclOptions {
                 order_phase: false,
                 theory_propagation: false,
                 ..Default::default()
