@@ -46,6 +46,7 @@ struct LineIn<'a> {
 }
 
 struct Pending {
+    file: usize,
     line: u64,
     ext: u64,
     status: TxnStatus,
@@ -64,127 +65,245 @@ pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
     read(std::io::BufReader::with_capacity(1 << 20, f), path)
 }
 
-pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
+/// The `*.jsonl` files of a directory (one per session, as the collector writes them).
+pub fn dir_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, InputError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| InputError::io(dir, e))?;
+    let mut files: Vec<_> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Reads every `*.jsonl` file of a directory as one history.
+pub fn read_dir(dir: &Path) -> Result<Loaded, InputError> {
+    let files = dir_files(dir)?;
+    if files.is_empty() {
+        return Err(InputError::new(
+            dir,
+            Location::Nowhere,
+            "no *.jsonl files in this directory",
+        ));
+    }
+    let mut inputs = Vec::new();
+    for f in files {
+        let file = std::fs::File::open(&f).map_err(|e| InputError::io(&f, e))?;
+        inputs.push((f, std::io::BufReader::with_capacity(1 << 20, file)));
+    }
+    read_many(inputs)
+}
+
+pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
+    read_many(vec![(path.to_path_buf(), input)])
+}
+
+/// A last line cut short by a crash: the collector writes a transaction's line progressively
+/// (ops, then `]` just before COMMIT is sent, then the outcome). Ops closed means COMMIT went
+/// out and the outcome is unknown; otherwise the transaction never asked to commit.
+fn repair(text: &str) -> Option<(String, &'static str)> {
+    let unknown = format!("{text},\"status\":\"unknown\"}}");
+    if serde_json::from_str::<serde::de::IgnoredAny>(&unknown).is_ok() {
+        return Some((unknown, "unknown"));
+    }
+    let mut cut = text;
+    for _ in 0..3 {
+        let attempt = format!("{cut}],\"status\":\"aborted\"}}");
+        if serde_json::from_str::<serde::de::IgnoredAny>(&attempt).is_ok() {
+            return Some((attempt, "aborted"));
+        }
+        let p = cut.rfind(']')?;
+        cut = &cut[..=p];
+    }
+    let p = text.find("\"ops\":[")?;
+    let attempt = format!("{}],\"status\":\"aborted\"}}", &text[..p + 7]);
+    serde_json::from_str::<serde::de::IgnoredAny>(&attempt)
+        .ok()
+        .map(|_| (attempt, "aborted"))
+}
+
+pub fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
     let mut b = HistoryBuilder::new();
     let mut sessions: Vec<(String, Vec<Pending>)> = Vec::new();
     let mut session_index: HashMap<String, usize> = HashMap::new();
-    let mut buf = String::new();
-    let mut line_no = 0u64;
     let mut fence: Option<KeyId> = None;
-    loop {
-        buf.clear();
-        let n = input.read_line(&mut buf).map_err(|e| {
-            InputError::new(
-                path,
-                Location::Line(line_no + 1),
-                format!("cannot read: {e}"),
-            )
-        })?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        let text = buf.trim();
-        if text.is_empty() || text.starts_with('#') {
-            continue;
-        }
-        let at = Location::Line(line_no);
-        let l: LineIn = serde_json::from_str(text)
-            .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
-        let status = match l.status.as_deref() {
-            None | Some("committed") | Some("ok") => TxnStatus::Committed,
-            Some("aborted") | Some("fail") => TxnStatus::Aborted,
-            Some("unknown") | Some("info") => TxnStatus::Unknown,
-            Some(other) => {
-                return Err(InputError::new(
+    let mut warnings = Vec::new();
+    let paths: Vec<std::path::PathBuf> = inputs.iter().map(|(p, _)| p.clone()).collect();
+    for (file_no, (path, mut input)) in inputs.into_iter().enumerate() {
+        let path = path.as_path();
+        let mut buf = String::new();
+        let mut line_no = 0u64;
+        loop {
+            buf.clear();
+            let n = input.read_line(&mut buf).map_err(|e| {
+                InputError::new(
                     path,
-                    at,
-                    format!("bad status {other:?}; expected committed, aborted or unknown"),
-                ))
+                    Location::Line(line_no + 1),
+                    format!("cannot read: {e}"),
+                )
+            })?;
+            if n == 0 {
+                break;
             }
-        };
-        let mut ops = Vec::with_capacity(l.ops.len());
-        for (i, (kind, key, value)) in l.ops.iter().enumerate() {
-            let k = b.key(&key.to_key());
-            if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
-                fence = Some(k);
-                b.set_fence_key(k);
+            line_no += 1;
+            let complete = buf.ends_with('\n');
+            let text = buf.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
             }
-            let op = match (kind.as_ref(), value) {
-                ("w", Some(v)) => (OpKind::Write, k, *v),
-                ("w", None) => {
-                    return Err(InputError::new(
-                        path,
-                        at,
-                        format!("op {i}: a write needs a value"),
-                    ));
-                }
-                ("r", Some(v)) => (OpKind::Read, k, *v),
-                ("r", None) => (OpKind::ReadInit, k, 0),
-                (other, _) => {
-                    return Err(InputError::new(
-                        path,
-                        at,
-                        format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\""),
-                    ));
-                }
+            let at = Location::Line(line_no);
+            let repaired;
+            let l: LineIn = match serde_json::from_str(text) {
+                Ok(l) => l,
+                // Only a last line that ends mid-record (no newline) is a crash to recover from.
+                Err(e) => match (!complete && e.is_eof(), repair(text)) {
+                    (true, Some((fixed, status))) => {
+                        warnings.push(Warning {
+                            path: path.to_path_buf(),
+                            location: at,
+                            message: format!("the last line is cut short (the client stopped): read as a transaction with outcome {status}"),
+                        });
+                        repaired = fixed;
+                        serde_json::from_str(&repaired).map_err(|e| {
+                            InputError::new(path, at, format!("not a transaction record: {e}"))
+                        })?
+                    }
+                    _ => {
+                        return Err(InputError::new(
+                            path,
+                            at,
+                            format!("not a transaction record: {e}"),
+                        ))
+                    }
+                },
             };
-            ops.push(op);
+            parse_line(
+                l,
+                path,
+                at,
+                file_no,
+                line_no,
+                &mut b,
+                &mut fence,
+                &mut sessions,
+                &mut session_index,
+            )?;
         }
-        let sname = l.session.to_key().into_owned();
-        let si = *session_index.entry(sname.clone()).or_insert_with(|| {
-            sessions.push((sname, Vec::new()));
-            sessions.len() - 1
-        });
-        if let (Some(s), Some(c)) = (l.start, l.commit) {
-            if c < s {
-                return Err(InputError::new(
-                    path,
-                    at,
-                    format!("commit time {c} is before start time {s}"),
-                ));
-            }
-        }
-        sessions[si].1.push(Pending {
-            line: line_no,
-            ext: l.txn,
-            status,
-            start: l.start.unwrap_or(NO_TIME),
-            commit: l.commit.unwrap_or(NO_TIME),
-            ops,
-        });
     }
-    let mut first_line: HashMap<u64, u64> = HashMap::new();
+    let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
     for (name, txns) in sessions {
         b.begin_session(name);
         for p in txns {
+            let path = paths[p.file].as_path();
             for &(kind, k, v) in &p.ops {
                 if b.op(kind, k, v).is_err() {
                     return Err(InputError::new(
                         path,
                         Location::Line(p.line),
-                        format!("key {:?} is written with value {v} more than once (written values must be unique per key)", b.h.keys[k as usize]),
+                        format!(
+                            "key {:?} is written with value {v} more than once (written values must be unique per key)",
+                            b.h.keys[k as usize]
+                        ),
                     ));
                 }
             }
             if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
-                let first = first_line.get(&p.ext).copied().unwrap_or(0);
+                let (f, l) = first_line.get(&p.ext).copied().unwrap_or((0, 0));
+                let where_ = if f == p.file {
+                    format!("line {l}")
+                } else {
+                    format!("{} line {l}", paths[f].display())
+                };
                 return Err(InputError::new(
                     path,
                     Location::Line(p.line),
-                    format!(
-                        "transaction id {} is used twice (first on line {first})",
-                        p.ext
-                    ),
+                    format!("transaction id {} is used twice (first on {where_})", p.ext),
                 ));
             }
-            first_line.insert(p.ext, p.line);
+            first_line.insert(p.ext, (p.file, p.line));
         }
     }
     Ok(Loaded {
         history: b.finish(),
-        warnings: Vec::new(),
+        warnings,
     })
+}
+
+fn parse_line(
+    l: LineIn,
+    path: &Path,
+    at: Location,
+    file_no: usize,
+    line_no: u64,
+    b: &mut HistoryBuilder,
+    fence: &mut Option<KeyId>,
+    sessions: &mut Vec<(String, Vec<Pending>)>,
+    session_index: &mut HashMap<String, usize>,
+) -> Result<(), InputError> {
+    let status = match l.status.as_deref() {
+        None | Some("committed") | Some("ok") => TxnStatus::Committed,
+        Some("aborted") | Some("fail") => TxnStatus::Aborted,
+        Some("unknown") | Some("info") => TxnStatus::Unknown,
+        Some(other) => {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("bad status {other:?}; expected committed, aborted or unknown"),
+            ))
+        }
+    };
+    let mut ops = Vec::with_capacity(l.ops.len());
+    for (i, (kind, key, value)) in l.ops.iter().enumerate() {
+        let k = b.key(&key.to_key());
+        if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
+            *fence = Some(k);
+            b.set_fence_key(k);
+        }
+        let op = match (kind.as_ref(), value) {
+            ("w", Some(v)) => (OpKind::Write, k, *v),
+            ("w", None) => {
+                return Err(InputError::new(
+                    path,
+                    at,
+                    format!("op {i}: a write needs a value"),
+                ))
+            }
+            ("r", Some(v)) => (OpKind::Read, k, *v),
+            ("r", None) => (OpKind::ReadInit, k, 0),
+            (other, _) => {
+                return Err(InputError::new(
+                    path,
+                    at,
+                    format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\""),
+                ))
+            }
+        };
+        ops.push(op);
+    }
+    let sname = l.session.to_key().into_owned();
+    let si = *session_index.entry(sname.clone()).or_insert_with(|| {
+        sessions.push((sname, Vec::new()));
+        sessions.len() - 1
+    });
+    if let (Some(s), Some(c)) = (l.start, l.commit) {
+        if c < s {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("commit time {c} is before start time {s}"),
+            ));
+        }
+    }
+    sessions[si].1.push(Pending {
+        file: file_no,
+        line: line_no,
+        ext: l.txn,
+        status,
+        start: l.start.unwrap_or(NO_TIME),
+        commit: l.commit.unwrap_or(NO_TIME),
+        ops,
+    });
+    Ok(())
 }
 
 /// Writes `h` in the native format, sessions one after another.

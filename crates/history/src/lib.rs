@@ -41,10 +41,16 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
         if cobra::is_cobra_dir(path) {
             return Ok(Format::Cobra);
         }
+        if jsonl::dir_files(path)
+            .map(|f| !f.is_empty())
+            .unwrap_or(false)
+        {
+            return Ok(Format::Jsonl);
+        }
         return Err(InputError::new(
             path,
             Location::Nowhere,
-            "a directory, but it holds no T<n>.log session files",
+            "a directory, but it holds no T<n>.log or *.jsonl session files",
         ));
     }
     if !path.exists() {
@@ -78,7 +84,11 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
             })
         }
         Format::Jsonl => {
-            let l = jsonl::read_file(path)?;
+            let l = if path.is_dir() {
+                jsonl::read_dir(path)?
+            } else {
+                jsonl::read_file(path)?
+            };
             Ok(Loaded {
                 history: l.history,
                 warnings: l.warnings,

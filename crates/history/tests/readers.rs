@@ -449,7 +449,7 @@ fn detect_and_load() {
     let empty = tmpdir("not-cobra");
     assert_eq!(
         krait_history::detect(&empty).err().unwrap().message,
-        "a directory, but it holds no T<n>.log session files"
+        "a directory, but it holds no T<n>.log or *.jsonl session files"
     );
 }
 
@@ -485,4 +485,61 @@ fn million_transactions_fit_in_memory() {
     assert!(h.num_txns() >= 1_000_000);
     let bytes = h.heap_bytes();
     assert!(bytes < 400 << 20, "{} MB", bytes >> 20);
+}
+
+#[test]
+fn jsonl_directory_and_cut_lines() {
+    let d = tmpdir("jsonl-dir");
+    std::fs::write(
+        d.join("c0.jsonl"),
+        concat!(
+            r#"{"session":"c0","txn":1,"start":1,"ops":[["w","x",1]],"status":"committed","commit":2}"#,
+            "\n",
+            // COMMIT was sent (ops closed), then the client died: outcome unknown.
+            r#"{"session":"c0","txn":2,"start":3,"ops":[["w","x",2]]"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("c1.jsonl"),
+        concat!(
+            r#"{"session":"c1","txn":3,"start":1,"ops":[["r","x",1]],"status":"committed","commit":2}"#,
+            "\n",
+            // Died in the middle of the operations: never asked to commit.
+            r#"{"session":"c1","txn":4,"start":3,"ops":[["w","y",5],["w","#
+        ),
+    )
+    .unwrap();
+    std::fs::write(d.join("README"), "ignored").unwrap();
+    let l = krait_history::load(&d, None).unwrap();
+    let h = &l.history;
+    assert_eq!(h.txn_ext, vec![1, 2, 3, 4]);
+    assert_eq!(
+        h.txn_status,
+        vec![
+            TxnStatus::Committed,
+            TxnStatus::Unknown,
+            TxnStatus::Committed,
+            TxnStatus::Aborted
+        ]
+    );
+    assert_eq!(
+        h.ops(3).len(),
+        1,
+        "the cut write is dropped, the whole one kept"
+    );
+    assert_eq!(l.warnings.len(), 2);
+    assert_eq!(l.warnings[0].message, "the last line is cut short (the client stopped): read as a transaction with outcome unknown");
+    assert!(l.warnings[1].path.ends_with("c1.jsonl"));
+    // A cut line that is not the last one is an error.
+    std::fs::write(
+        d.join("c2.jsonl"),
+        "{\"session\":\"c2\",\"txn\":9,\"ops\":[\n{\"session\":\"c2\",\"txn\":10,\"ops\":[]}\n",
+    )
+    .unwrap();
+    let e = krait_history::load(&d, None).err().unwrap();
+    assert!(
+        e.path.ends_with("c2.jsonl") && e.location == Location::Line(1),
+        "{e}"
+    );
 }

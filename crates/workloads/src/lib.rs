@@ -1,10 +1,17 @@
 //! krait-workloads: the paper's workloads as key-value transactions, and an in-memory
 //! multi-version store that runs them into histories without a database.
 //!
-//! Input: workload parameters and a seed. Output: a `krait_history::History` (deterministic for a
+//! Input: workload parameters and a seed. Output: transaction logic for the collector to run
+//! against a database ([`kv`]), or directly a `krait_history::History` (deterministic for a
 //! seed). The simulated store is serializable (and strictly so): write transactions apply
 //! atomically at commit; read-only transactions read the snapshot at their start. Optional fault
 //! injection makes some reads stale, which breaks serializability for tests and demos.
+
+pub mod apps;
+pub mod kv;
+
+pub use apps::{Rubis, Tpcc, Twitter};
+pub use kv::{BlindWKv, LostUpdate, Tx, TxError, Workload, WriteSkew};
 
 use krait_history::{History, HistoryBuilder, KeyId, OpKind, TxnStatus, NATIVE_FENCE_KEY};
 

@@ -1,0 +1,151 @@
+//! Runs a workload with N client sessions against a backend, recording each session's history
+//! to `OUT/c<i>.jsonl`, and measures throughput and latency.
+
+use crate::session::{Log, Session, TxnOutcome};
+use crate::store::{Backend, StoreError};
+use krait_workloads::{Rng, Workload};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub clients: usize,
+    /// Transactions in all (attempts, aborted ones included; fences not counted).
+    pub txns: usize,
+    pub fence_every: Option<usize>,
+    /// None: run without recording (the overhead baseline).
+    pub out: Option<PathBuf>,
+    pub fsync: bool,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct RunReport {
+    pub committed: u64,
+    pub aborted: u64,
+    pub unknown: u64,
+    pub wall: Duration,
+    /// Latency of every transaction attempt, sorted.
+    pub latencies: Vec<Duration>,
+    pub history_bytes: u64,
+    /// First few abort reasons, for the user.
+    pub abort_examples: Vec<String>,
+}
+
+impl RunReport {
+    pub fn throughput(&self) -> f64 {
+        (self.committed + self.aborted + self.unknown) as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+    pub fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.latencies[i]
+    }
+    pub fn bytes_per_1000(&self) -> f64 {
+        let n = (self.committed + self.aborted + self.unknown).max(1) as f64;
+        self.history_bytes as f64 / n * 1000.0
+    }
+}
+
+/// Sets the backend up with the workload's initial rows, then runs it. `done` counts finished
+/// transactions (for a progress bar).
+pub fn run(
+    backend: &dyn Backend,
+    workload: &dyn Workload,
+    cfg: &RunConfig,
+    done: &AtomicU64,
+) -> Result<RunReport, StoreError> {
+    backend.setup(&workload.initial())?;
+    if let Some(dir) = &cfg.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::Fatal(format!("creating {}: {e}", dir.display())))?;
+        // A directory holds one run: clear earlier session logs.
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.path().extension().is_some_and(|x| x == "jsonl") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+    let t0 = Instant::now();
+    let results: Vec<Result<RunReport, StoreError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..cfg.clients)
+            .map(|i| {
+                scope.spawn(move || -> Result<RunReport, StoreError> {
+                    let n = cfg.txns / cfg.clients + usize::from(i < cfg.txns % cfg.clients);
+                    let log = match &cfg.out {
+                        Some(dir) => Some(
+                            Log::create(&dir.join(format!("c{i}.jsonl")), cfg.fsync).map_err(
+                                |e| {
+                                    StoreError::Fatal(format!(
+                                        "creating the log of session {i}: {e}"
+                                    ))
+                                },
+                            )?,
+                        ),
+                        None => None,
+                    };
+                    let store = backend.connect()?;
+                    let mut s = Session::new(
+                        i,
+                        store,
+                        log,
+                        cfg.fence_every,
+                        Box::new(move || backend.connect()),
+                    );
+                    let mut rng = Rng::new(cfg.seed.wrapping_add(i as u64 * 7919));
+                    let mut rep = RunReport::default();
+                    for _ in 0..n {
+                        let (o, lat) = s.run(&mut |tx| workload.run_txn(i, &mut rng, tx))?;
+                        match o {
+                            TxnOutcome::Committed => rep.committed += 1,
+                            TxnOutcome::Aborted(why) => {
+                                rep.aborted += 1;
+                                if rep.abort_examples.len() < 3 {
+                                    rep.abort_examples.push(why);
+                                }
+                            }
+                            TxnOutcome::Unknown(_) => rep.unknown += 1,
+                        }
+                        rep.latencies.push(lat);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    rep.history_bytes = s.log_bytes;
+                    Ok(rep)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(StoreError::Fatal("a client thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut total = RunReport {
+        wall: t0.elapsed(),
+        ..Default::default()
+    };
+    for r in results {
+        let r = r?;
+        total.committed += r.committed;
+        total.aborted += r.aborted;
+        total.unknown += r.unknown;
+        total.latencies.extend(r.latencies);
+        total.history_bytes += r.history_bytes;
+        if total.abort_examples.len() < 3 {
+            total.abort_examples.extend(
+                r.abort_examples
+                    .into_iter()
+                    .take(3 - total.abort_examples.len()),
+            );
+        }
+    }
+    total.latencies.sort_unstable();
+    Ok(total)
+}

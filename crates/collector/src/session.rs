@@ -1,0 +1,292 @@
+//! A recording session: one client's connection plus its history log.
+//!
+//! Every written value gets a unique write id, stored in the database as `k<id>|<value>` and
+//! stripped again on read, so each read names the write it observed. The log is the native
+//! JSON Lines format, written progressively so that nothing sent is lost if the client dies:
+//! the start of a transaction's line when it begins, each write *before* it is sent, each read
+//! when its value arrives, `]` (the operations are complete) just before COMMIT is sent, and the
+//! outcome after. A line cut short is recovered by the reader: ops closed → outcome unknown;
+//! otherwise the transaction never asked to commit → aborted.
+
+use crate::store::{Store, StoreError};
+use krait_history::NATIVE_FENCE_KEY;
+use krait_workloads::{Tx, TxError};
+use std::fs::File;
+use std::io::Write;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TxnOutcome {
+    Committed,
+    Aborted(String),
+    Unknown(String),
+}
+
+pub fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Splits a stored value into (write id, application value); values the collector did not write
+/// (the initial state) have no write id.
+pub fn decode(stored: &str) -> (Option<u64>, &str) {
+    if let Some(rest) = stored.strip_prefix('k') {
+        if let Some(bar) = rest.find('|') {
+            if let Ok(id) = rest[..bar].parse::<u64>() {
+                return (Some(id), &rest[bar + 1..]);
+            }
+        }
+    }
+    (None, stored)
+}
+
+pub fn encode(id: u64, value: &str) -> String {
+    format!("k{id}|{value}")
+}
+
+pub struct Log {
+    file: File,
+    fsync: bool,
+    line: String,
+}
+
+impl Log {
+    pub fn create(path: &std::path::Path, fsync: bool) -> std::io::Result<Log> {
+        Ok(Log {
+            file: File::create(path)?,
+            fsync,
+            line: String::with_capacity(256),
+        })
+    }
+    fn emit(&mut self, s: &str) -> Result<(), StoreError> {
+        self.file
+            .write_all(s.as_bytes())
+            .map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
+    }
+    fn sync(&mut self) -> Result<(), StoreError> {
+        if self.fsync {
+            self.file
+                .sync_data()
+                .map_err(|e| StoreError::Fatal(format!("syncing the history log: {e}")))?;
+        }
+        Ok(())
+    }
+}
+
+pub struct Session<'a> {
+    pub name: String,
+    store: Box<dyn Store>,
+    log: Option<Log>,
+    txn_base: u64,
+    txn_counter: u64,
+    wid_counter: u64,
+    fence_every: Option<usize>,
+    since_fence: usize,
+    reconnect: Box<dyn Fn() -> Result<Box<dyn Store>, StoreError> + Send + 'a>,
+    /// Bytes of history written.
+    pub log_bytes: u64,
+}
+
+struct RecTx<'a> {
+    store: &'a mut dyn Store,
+    log: Option<&'a mut Log>,
+    log_bytes: &'a mut u64,
+    first_op: bool,
+    wid_base: u64,
+    wid_counter: &'a mut u64,
+    failure: Option<StoreError>,
+}
+
+impl RecTx<'_> {
+    fn log_op(&mut self, kind: &str, key: &str, value: Option<u64>) -> Result<(), TxError> {
+        let Some(log) = self.log.as_deref_mut() else {
+            return Ok(());
+        };
+        log.line.clear();
+        if !self.first_op {
+            log.line.push(',');
+        }
+        self.first_op = false;
+        let key = serde_json::to_string(key).unwrap();
+        match value {
+            Some(v) => log.line.push_str(&format!("[\"{kind}\",{key},{v}]")),
+            None => log.line.push_str(&format!("[\"{kind}\",{key},null]")),
+        }
+        let line = std::mem::take(&mut log.line);
+        *self.log_bytes += line.len() as u64;
+        let r = log.emit(&line);
+        log.line = line;
+        r.map_err(|e| self.fail(e))
+    }
+    fn fail(&mut self, e: StoreError) -> TxError {
+        let t = TxError(e.to_string());
+        self.failure = Some(e);
+        t
+    }
+}
+
+impl Tx for RecTx<'_> {
+    fn read(&mut self, key: &str) -> Result<Option<String>, TxError> {
+        let raw = self.store.read(key).map_err(|e| self.fail(e))?;
+        let (id, value) = match &raw {
+            Some(s) => {
+                let (id, v) = decode(s);
+                (id, Some(v.to_string()))
+            }
+            None => (None, None),
+        };
+        self.log_op("r", key, id)?;
+        Ok(value)
+    }
+    fn write(&mut self, key: &str, value: &str) -> Result<(), TxError> {
+        *self.wid_counter += 1;
+        let id = self.wid_base | *self.wid_counter;
+        // Logged before the request goes out: a crash after sending loses nothing.
+        self.log_op("w", key, Some(id))?;
+        self.store
+            .write(key, &encode(id, value))
+            .map_err(|e| self.fail(e))
+    }
+}
+
+impl<'a> Session<'a> {
+    /// `index` makes transaction ids and write ids unique across the sessions of a run.
+    pub fn new(
+        index: usize,
+        store: Box<dyn Store>,
+        log: Option<Log>,
+        fence_every: Option<usize>,
+        reconnect: Box<dyn Fn() -> Result<Box<dyn Store>, StoreError> + Send + 'a>,
+    ) -> Session<'a> {
+        Session {
+            name: format!("c{index}"),
+            store,
+            log,
+            txn_base: (index as u64 + 1) << 40,
+            txn_counter: 0,
+            wid_counter: 0,
+            fence_every,
+            since_fence: 0,
+            reconnect,
+            log_bytes: 0,
+        }
+    }
+
+    /// Runs one transaction of the workload (preceded by a fence when one is due). Returns the
+    /// outcome of the workload's transaction and its latency; a fatal store error stops the run.
+    pub fn run(
+        &mut self,
+        body: &mut dyn FnMut(&mut dyn Tx) -> Result<(), TxError>,
+    ) -> Result<(TxnOutcome, std::time::Duration), StoreError> {
+        if let Some(n) = self.fence_every {
+            if self.since_fence + 1 >= n {
+                self.since_fence = 0;
+                // Fences are retried until they commit: epochs need them.
+                for _ in 0..100 {
+                    let (o, _) = self.one(&mut |tx: &mut dyn Tx| {
+                        let v: u64 = tx
+                            .read(NATIVE_FENCE_KEY)?
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(0);
+                        tx.write(NATIVE_FENCE_KEY, &(v + 1).to_string())
+                    })?;
+                    if o == TxnOutcome::Committed {
+                        break;
+                    }
+                }
+            } else {
+                self.since_fence += 1;
+            }
+        }
+        self.one(body)
+    }
+
+    fn one(
+        &mut self,
+        body: &mut dyn FnMut(&mut dyn Tx) -> Result<(), TxError>,
+    ) -> Result<(TxnOutcome, std::time::Duration), StoreError> {
+        self.txn_counter += 1;
+        let txn = self.txn_base | self.txn_counter;
+        let t0 = Instant::now();
+        let start = now_ns();
+        if let Some(log) = self.log.as_mut() {
+            let head = format!(
+                "{{\"session\":\"{}\",\"txn\":{txn},\"start\":{start},\"ops\":[",
+                self.name
+            );
+            self.log_bytes += head.len() as u64;
+            log.emit(&head)?;
+        }
+        let outcome = match self.store.begin() {
+            Err(StoreError::Fatal(e)) => return Err(StoreError::Fatal(e)),
+            Err(e) => Err(e),
+            Ok(()) => {
+                let mut tx = RecTx {
+                    store: self.store.as_mut(),
+                    log: self.log.as_mut(),
+                    log_bytes: &mut self.log_bytes,
+                    first_op: true,
+                    wid_base: self.txn_base,
+                    wid_counter: &mut self.wid_counter,
+                    failure: None,
+                };
+                let r = body(&mut tx);
+                let failure = tx.failure.take();
+                match (r, failure) {
+                    (Ok(()), _) => Ok(()),
+                    (Err(_), Some(e)) => Err(e),
+                    (Err(e), None) => Err(StoreError::Abort(format!("the workload gave up: {e}"))),
+                }
+            }
+        };
+        let (status, end) = match outcome {
+            Err(StoreError::Fatal(e)) => return Err(StoreError::Fatal(e)),
+            Err(e) => {
+                // COMMIT was never sent, so the database cannot have committed it.
+                self.store.rollback();
+                if matches!(e, StoreError::Lost(_)) {
+                    self.store = (self.reconnect)()?;
+                }
+                (
+                    TxnOutcome::Aborted(e.to_string()),
+                    "],\"status\":\"aborted\"}\n".to_string(),
+                )
+            }
+            Ok(()) => {
+                if let Some(log) = self.log.as_mut() {
+                    log.emit("]")?;
+                    self.log_bytes += 1;
+                }
+                match self.store.commit() {
+                    Ok(()) => (
+                        TxnOutcome::Committed,
+                        format!(",\"status\":\"committed\",\"commit\":{}}}\n", now_ns()),
+                    ),
+                    Err(StoreError::Abort(e)) => {
+                        self.store.rollback();
+                        (
+                            TxnOutcome::Aborted(e),
+                            ",\"status\":\"aborted\"}\n".to_string(),
+                        )
+                    }
+                    Err(StoreError::Lost(e)) => {
+                        self.store = (self.reconnect)()?;
+                        (
+                            TxnOutcome::Unknown(e),
+                            ",\"status\":\"unknown\"}\n".to_string(),
+                        )
+                    }
+                    Err(f) => return Err(f),
+                }
+            }
+        };
+        if let Some(log) = self.log.as_mut() {
+            self.log_bytes += end.len() as u64;
+            log.emit(&end)?;
+            log.sync()?;
+        }
+        Ok((status, t0.elapsed()))
+    }
+}

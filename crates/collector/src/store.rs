@@ -1,0 +1,98 @@
+//! Stores: a database holding one table `kv (k PRIMARY KEY, v)`, seen through one connection
+//! per session, with the database's own error codes mapped to what the history must record.
+//!
+//! SQL used (all backends): `SELECT v FROM kv WHERE k = ?` for a read; an upsert for a write
+//! (PostgreSQL `INSERT … ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, MariaDB
+//! `INSERT … ON DUPLICATE KEY UPDATE v = VALUES(v)`, SQLite `INSERT … ON CONFLICT(k) DO UPDATE`);
+//! transactions opened with the isolation level asked for.
+
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    Serializable,
+    RepeatableRead,
+    ReadCommitted,
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "serializable" => Ok(Isolation::Serializable),
+            "repeatable-read" | "snapshot" => Ok(Isolation::RepeatableRead),
+            "read-committed" => Ok(Isolation::ReadCommitted),
+            _ => Err(format!(
+                "unknown isolation {s:?}: serializable, repeatable-read or read-committed"
+            )),
+        }
+    }
+}
+
+impl Isolation {
+    pub fn sql(self) -> &'static str {
+        match self {
+            Isolation::Serializable => "SERIALIZABLE",
+            Isolation::RepeatableRead => "REPEATABLE READ",
+            Isolation::ReadCommitted => "READ COMMITTED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StoreError {
+    /// The database aborted the transaction (serialization failure, deadlock, busy): it did not
+    /// commit, and may be retried.
+    #[error("aborted by the database: {0}")]
+    Abort(String),
+    /// The connection failed: whether the transaction committed is unknown.
+    #[error("connection lost: {0}")]
+    Lost(String),
+    /// Anything else (bad configuration, SQL error): the run stops.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// One connection, one transaction at a time.
+pub trait Store: Send {
+    fn begin(&mut self) -> Result<(), StoreError>;
+    fn read(&mut self, key: &str) -> Result<Option<String>, StoreError>;
+    fn write(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
+    fn commit(&mut self) -> Result<(), StoreError>;
+    /// Ends a failed transaction; errors here are ignored by callers.
+    fn rollback(&mut self);
+}
+
+/// Where sessions connect to.
+pub trait Backend: Send + Sync {
+    fn describe(&self) -> String;
+    /// Creates (or empties) the table and loads the initial rows.
+    fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError>;
+    fn connect(&self) -> Result<Box<dyn Store>, StoreError>;
+}
+
+/// Parses `sqlite`, `sqlite:PATH`, `postgres://…`/`postgresql://…`, `mysql://…`/`mariadb://…`.
+pub fn backend(spec: &str, isolation: Isolation) -> Result<Box<dyn Backend>, StoreError> {
+    if spec == "sqlite" || spec.starts_with("sqlite:") {
+        let path = spec
+            .strip_prefix("sqlite:")
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("krait-{}.sqlite", std::process::id()))
+            });
+        return Ok(Box::new(crate::sqlite::Sqlite::new(path, isolation)?));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return Ok(Box::new(crate::pg::Postgres::new(spec, isolation)));
+    }
+    if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
+        let url = spec.replacen("mariadb://", "mysql://", 1);
+        return Ok(Box::new(crate::my::MySql::new(&url, isolation)));
+    }
+    Err(StoreError::Fatal(format!(
+        "unknown store {spec:?}: use sqlite[:PATH], postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB"
+    )))
+}
+
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
