@@ -61,6 +61,19 @@ enum BenchCmd {
         #[arg(long, default_value_t = 2.5)]
         constraints_per_txn: f64,
     },
+    /// The collector's overhead (the paper's C8/C9): throughput, p90 latency and history bytes
+    /// with and without recording and fences, per store and client count.
+    Overhead {
+        /// Stores, e.g. sqlite and postgres://postgres@127.0.0.1:5432/postgres.
+        #[arg(long, value_delimiter = ',', default_value = "sqlite")]
+        stores: Vec<String>,
+        #[arg(long, value_delimiter = ',', default_value = "8,24")]
+        clients: Vec<usize>,
+        #[arg(long, default_value_t = 10_000)]
+        txns: usize,
+        #[arg(long, default_value = "twitter")]
+        workload: String,
+    },
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: PathBuf },
@@ -159,6 +172,60 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                         "{:>8} {:>9} {:<28} {:>7} {:>10.1} {:>10} {:>12} {:>9}",
                         n, k, name, res, ms, st.conflicts, st.propagations, st.reorders
                     );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Overhead {
+            stores,
+            clients,
+            txns,
+            workload,
+        } => {
+            println!(
+                "{:<40} {:>7} {:<10} {:>9} {:>9} {:>9} {:>12}",
+                "store", "clients", "mode", "txn/s", "p90 ms", "aborts", "bytes/1k txn"
+            );
+            for store in &stores {
+                for &c in &clients {
+                    for record in [false, true] {
+                        let backend = krait_collector::backend(
+                            store,
+                            krait_collector::Isolation::Serializable,
+                        )?;
+                        let w = crate::runcmd::workload(&workload, c)?;
+                        let dir = std::env::temp_dir()
+                            .join(format!("krait-overhead-{}", std::process::id()));
+                        let cfg = krait_collector::RunConfig {
+                            clients: c,
+                            txns,
+                            fence_every: record.then_some(20),
+                            out: record.then(|| dir.clone()),
+                            fsync: false,
+                            seed: 1,
+                        };
+                        let r = krait_collector::run(
+                            backend.as_ref(),
+                            w.as_ref(),
+                            &cfg,
+                            &std::sync::atomic::AtomicU64::new(0),
+                        )?;
+                        let _ = std::fs::remove_dir_all(&dir);
+                        println!(
+                            "{:<40} {:>7} {:<10} {:>9.0} {:>9.2} {:>9} {:>12}",
+                            store,
+                            c,
+                            if record { "recorded" } else { "baseline" },
+                            r.throughput(),
+                            r.percentile(0.9).as_secs_f64() * 1e3,
+                            r.aborted,
+                            if record {
+                                format!("{:.0}", r.bytes_per_1000())
+                            } else {
+                                "-".into()
+                            }
+                        );
+                    }
                 }
             }
             Ok(ExitCode::SUCCESS)

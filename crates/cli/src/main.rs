@@ -2,6 +2,7 @@
 //! 2 bad input or usage, 3 UNKNOWN (solver budget exhausted).
 
 mod bench;
+mod runcmd;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -45,13 +46,16 @@ enum Cmd {
         #[arg(long)]
         timestamps: bool,
     },
+    /// Run a workload against a database with N recording clients; optionally check the history.
+    Run(runcmd::RunArgs),
     /// Generate a history with the built-in simulated store (no database needed).
     Generate(GenerateArgs),
-    /// Run a generated BlindW-RW workload on the simulated store and check it.
+    /// BlindW-RW with 8 clients on embedded SQLite, recorded and checked.
     Demo {
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = 4_000)]
         txns: usize,
-        /// Inject fractured reads (one transaction's writes seen only in part): not serializable.
+        /// Use the built-in simulated store and inject fractured reads (one transaction's
+        /// writes seen only in part): not serializable.
         #[arg(long)]
         faulty: bool,
         /// Where to keep the history (default: a temporary file).
@@ -225,7 +229,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             eprintln!("wrote {} transactions to {}", h.num_txns(), g.out.display());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Demo { txns, faulty, out } => demo(txns, faulty, out),
+        Cmd::Demo { txns, faulty, out } => {
+            if faulty {
+                demo(txns, faulty, out)
+            } else {
+                runcmd::demo(txns, out)
+            }
+        }
+        Cmd::Run(r) => runcmd::run(r),
         Cmd::Bench(b) => bench::run(b),
     }
 }
@@ -252,6 +263,7 @@ fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::History> {
     }))
 }
 
+/// The simulated-store demo (used for --faulty: a real database will not misbehave on cue).
 fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     let path = out.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("krait-demo-{}.jsonl", std::process::id()))
@@ -371,7 +383,7 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
+pub fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     let spinner = progress_spinner();
     let t = Instant::now();
     let loaded = match load(&a.path, a.format) {

@@ -161,7 +161,7 @@ impl Workload for WriteSkew {
         let vx: i64 = tx.read(&x)?.and_then(|v| v.parse().ok()).unwrap_or(0);
         let vy: i64 = tx.read(&y)?.and_then(|v| v.parse().ok()).unwrap_or(0);
         if (client ^ 1) < self.clients {
-            self.pairs[p].wait(Duration::from_secs(5))?;
+            self.pairs[p].wait(Duration::from_secs(1))?;
         }
         // The invariant x + y >= 0 holds if each withdrawal sees the other's.
         if client & 1 == 0 {

@@ -1,0 +1,189 @@
+//! `krait run` and `krait demo`: drive a workload against a database through the collector.
+
+use crate::{check_cmd, CheckArgs, SolverArg};
+use clap::Args;
+use krait_collector::{Isolation, RunConfig};
+use krait_history::Format;
+use krait_workloads::Workload;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// sqlite[:PATH] (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.
+    #[arg(long, default_value = "sqlite")]
+    pub store: String,
+    /// blindw-rm, blindw-rw, blindw-wm, twitter, rubis, tpcc, write-skew, lost-update.
+    #[arg(long, default_value = "blindw-rw")]
+    pub workload: String,
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    #[arg(long, default_value_t = 10_000)]
+    pub txns: usize,
+    #[arg(long, default_value = "serializable")]
+    pub isolation: Isolation,
+    /// Where each session's history goes (one .jsonl per session).
+    #[arg(long, default_value = "krait-history")]
+    pub out: PathBuf,
+    /// Do not record (the baseline for measuring the collector's overhead).
+    #[arg(long)]
+    pub no_record: bool,
+    /// A fence transaction every N transactions per session; 0 for none.
+    #[arg(long, default_value_t = 20)]
+    pub fence_every: usize,
+    /// fsync the log after every transaction.
+    #[arg(long)]
+    pub fsync: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Check the recorded history when the run ends.
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn workload(name: &str, clients: usize) -> anyhow::Result<Box<dyn Workload>> {
+    use krait_workloads::*;
+    Ok(match name {
+        "blindw-rm" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.9 }),
+        "blindw-rw" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.5 }),
+        "blindw-wm" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.1 }),
+        "twitter" => Box::new(Twitter::new(1000)),
+        "rubis" => Box::new(Rubis::new(2000, 20_000)),
+        "tpcc" => Box::new(Tpcc::new(3000, 1000)),
+        "write-skew" => Box::new(WriteSkew::new(clients)),
+        "lost-update" => Box::new(LostUpdate { counters: 4 }),
+        w => anyhow::bail!(
+            "unknown workload {w:?}: blindw-rm, blindw-rw, blindw-wm, twitter, rubis, tpcc, write-skew, lost-update"
+        ),
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(a.clients > 0, "--clients must be at least 1");
+    let backend = krait_collector::backend(&a.store, a.isolation)?;
+    let w = workload(&a.workload, a.clients)?;
+    let cfg = RunConfig {
+        clients: a.clients,
+        txns: a.txns,
+        // The baseline is the unmodified client: no log and no fences.
+        fence_every: (a.fence_every > 0 && !a.no_record).then_some(a.fence_every),
+        out: (!a.no_record).then(|| a.out.clone()),
+        fsync: a.fsync,
+        seed: a.seed,
+    };
+    eprintln!(
+        "running {} with {} clients on {}",
+        w.name(),
+        a.clients,
+        backend.describe()
+    );
+    let done = AtomicU64::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        if std::io::stderr().is_terminal() {
+            let (done, stop, total) = (&done, &stop, a.txns as u64);
+            scope.spawn(move || {
+                let pb = indicatif::ProgressBar::new(total);
+                pb.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{bar:40} {pos}/{len} txns ({per_sec}, eta {eta})",
+                    )
+                    .unwrap(),
+                );
+                while !stop.load(Ordering::Relaxed) {
+                    pb.set_position(done.load(Ordering::Relaxed));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                pb.finish_and_clear();
+            });
+        }
+        let r = krait_collector::run(backend.as_ref(), w.as_ref(), &cfg, &done);
+        stop.store(true, Ordering::Relaxed);
+        r
+    })?;
+    println!(
+        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown",
+        report.latencies.len(),
+        report.wall.as_secs_f64(),
+        report.throughput(),
+        report.committed,
+        report.aborted,
+        report.unknown
+    );
+    println!(
+        "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}",
+        ms(report.percentile(0.5)),
+        ms(report.percentile(0.9)),
+        ms(report.percentile(0.99))
+    );
+    if let Some(why) = report.abort_examples.first() {
+        println!("an abort: {why}");
+    }
+    if a.no_record {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "history: {} ({} bytes, {:.0} bytes per 1,000 transactions)",
+        a.out.display(),
+        report.history_bytes,
+        report.bytes_per_1000()
+    );
+    if a.check {
+        println!();
+        return check_cmd(&check_args(a.out));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_args(path: PathBuf) -> CheckArgs {
+    CheckArgs {
+        path,
+        format: Some(Format::Jsonl),
+        json: false,
+        strict: false,
+        clock_drift: Duration::from_millis(100),
+        no_combine: false,
+        no_coalesce: false,
+        no_prune: false,
+        prune_rounds: 64,
+        no_order_phase: false,
+        no_theory_propagation: false,
+        solver: SolverArg::Cdcl,
+        timeout: None,
+        timings: true,
+        order: false,
+        dot: None,
+        rss: false,
+    }
+}
+
+/// The README's main command: BlindW-RW with 8 clients on embedded SQLite, then the verdict.
+pub fn demo(txns: usize, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    let out = out
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("krait-demo-{}", std::process::id())));
+    let db = std::env::temp_dir().join(format!("krait-demo-{}.sqlite", std::process::id()));
+    let code = run(RunArgs {
+        store: format!("sqlite:{}", db.display()),
+        workload: "blindw-rw".into(),
+        clients: 8,
+        txns,
+        isolation: Isolation::Serializable,
+        out,
+        no_record: false,
+        fence_every: 20,
+        fsync: false,
+        seed: 7,
+        check: true,
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    code
+}
