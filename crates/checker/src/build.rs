@@ -276,9 +276,48 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
             }
         }
     }
+    // Version order that reads revealed (list-append histories): each pair is a known ww edge,
+    // glued into chains exactly like a read-modify-write.
+    for &(op, a, bv) in &h.version_hints {
+        let reader = r.op_txn[op as usize];
+        if !inc[reader as usize] {
+            continue;
+        }
+        let k = h.op_key[op as usize];
+        let (Some(&oa), Some(&ob)) = (h.write_index.get(&(k, a)), h.write_index.get(&(k, bv)))
+        else {
+            let missing = if h.write_index.contains_key(&(k, a)) {
+                bv
+            } else {
+                a
+            };
+            return Err(Box::new(Certificate::hint_of_nobody(h, r, op, missing)));
+        };
+        let (ta, tb) = (r.op_txn[oa as usize], r.op_txn[ob as usize]);
+        if ta == tb {
+            continue;
+        }
+        for (o, t) in [(oa, ta), (ob, tb)] {
+            if !inc[t as usize] {
+                return Err(Box::new(Certificate::hint_aborted(h, r, op, o)));
+            }
+        }
+        if h.ops(ta)
+            .filter(|&x| x > oa as usize)
+            .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+        {
+            return Err(Box::new(Certificate::hint_intermediate(h, r, op, oa)));
+        }
+        let (na, nb) = (txn_node[ta as usize], txn_node[tb as usize]);
+        rmws.push((k, na, nb));
+        edges.push((na, nb));
+        labels.push(Label::fact(EdgeKind::Ww, k));
+    }
     reads.sort_unstable();
     writes.sort_unstable();
     rmws.sort_unstable();
+    // Several reads may reveal the same step of a version order.
+    rmws.dedup();
     if opts.combine {
         for w in rmws.windows(2) {
             if w[0].0 == w[1].0 && w[0].1 == w[1].1 {

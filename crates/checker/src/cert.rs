@@ -23,6 +23,15 @@ pub enum Anomaly {
     /// Cycle with two or more anti-dependencies.
     #[serde(rename = "G2-item")]
     G2Item,
+    /// The same cycles, closed only through real-time order (strict serializability).
+    #[serde(rename = "G0-realtime")]
+    G0Realtime,
+    #[serde(rename = "G1c-realtime")]
+    G1cRealtime,
+    #[serde(rename = "G-single-realtime")]
+    GSingleRealtime,
+    #[serde(rename = "G2-item-realtime")]
+    G2ItemRealtime,
     /// Two transactions read the same version and both overwrote it.
     #[serde(rename = "lost-update")]
     LostUpdate,
@@ -52,6 +61,14 @@ impl Anomaly {
             Anomaly::G1c => "G1c (circular information flow)",
             Anomaly::GSingle => "G-single (read skew: one anti-dependency)",
             Anomaly::G2Item => "G2-item (write skew: anti-dependency cycle)",
+            Anomaly::G0Realtime => "G0-realtime (write cycle through real-time order)",
+            Anomaly::G1cRealtime => "G1c-realtime (information flow against real time)",
+            Anomaly::GSingleRealtime => {
+                "G-single-realtime (stale read: one anti-dependency against real time)"
+            }
+            Anomaly::G2ItemRealtime => {
+                "G2-item-realtime (anti-dependency cycle through real-time order)"
+            }
             Anomaly::LostUpdate => "lost update",
             Anomaly::NonRepeatableRead => "non-repeatable read",
             Anomaly::OwnWriteNotSeen => "own write not seen",
@@ -100,6 +117,13 @@ pub struct CertConstraint {
     pub options: [CertOption; 2],
 }
 
+/// One combination of choices for an unsatisfiable set of constraints, and the cycle it closes.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CertCase {
+    pub choices: Vec<String>,
+    pub cycle: Vec<CertEdge>,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct Certificate {
     pub anomaly: Anomaly,
@@ -109,6 +133,9 @@ pub struct Certificate {
     pub cycle: Vec<CertEdge>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<CertConstraint>,
+    /// For a small unsatisfiable set: every combination of choices with the cycle it closes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<CertCase>,
     /// The transactions named, with their operations.
     pub txns: Vec<CertTxn>,
 }
@@ -172,6 +199,7 @@ fn simple(
         summary,
         cycle: Vec::new(),
         constraints: Vec::new(),
+        cases: Vec::new(),
         txns: txns(h, r, ts),
     }
 }
@@ -334,6 +362,42 @@ impl Certificate {
         simple(Anomaly::NonRepeatableRead, summary, h, r, &ts)
     }
 
+    pub fn hint_of_nobody(h: &History, r: &Resolution, op: u32, v: u64) -> Certificate {
+        let t = r.op_txn[op as usize];
+        let k = key_name(h, h.op_key[op as usize]);
+        let summary = format!(
+            "{} read {k} as a list holding {v}, a value no transaction wrote",
+            txn_name(h, t)
+        );
+        simple(Anomaly::ReadOfNobody, summary, h, r, &[t])
+    }
+
+    pub fn hint_aborted(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
+        let t = r.op_txn[op as usize];
+        let wt = r.op_txn[w as usize];
+        let k = key_name(h, h.op_key[op as usize]);
+        let summary = format!(
+            "{} read {k} as a list holding {}, written by {}, which did not commit",
+            txn_name(h, t),
+            h.op_value[w as usize],
+            txn_name(h, wt)
+        );
+        simple(Anomaly::G1a, summary, h, r, &[t, wt])
+    }
+
+    pub fn hint_intermediate(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
+        let t = r.op_txn[op as usize];
+        let wt = r.op_txn[w as usize];
+        let k = key_name(h, h.op_key[op as usize]);
+        let summary = format!(
+            "{} read {k} as a list in which another transaction's write follows {}, an intermediate version: {} wrote {k} again",
+            txn_name(h, t),
+            h.op_value[w as usize],
+            txn_name(h, wt)
+        );
+        simple(Anomaly::G1b, summary, h, r, &[t, wt])
+    }
+
     pub fn lost_update(
         h: &History,
         k: u32,
@@ -380,20 +444,27 @@ impl Certificate {
             summary,
             cycle,
             constraints: Vec::new(),
+            cases: Vec::new(),
             txns: txns(h, &r, &ts),
         }
     }
 }
 
-/// Classifies a cycle by its edge kinds (Adya): session and real-time edges do not count.
+/// Classifies a cycle by its edge kinds (Adya): session edges do not count; a cycle that needs a
+/// real-time edge is the real-time variant (a violation of strict serializability only).
 pub fn classify(cycle: &[CertEdge]) -> Anomaly {
     let rw = cycle.iter().filter(|e| e.kind == EdgeKind::Rw).count();
     let wr = cycle.iter().filter(|e| e.kind == EdgeKind::Wr).count();
-    match rw {
-        0 if wr == 0 => Anomaly::G0,
-        0 => Anomaly::G1c,
-        1 => Anomaly::GSingle,
-        _ => Anomaly::G2Item,
+    let rt = cycle.iter().any(|e| e.kind == EdgeKind::RealTime);
+    match (rw, rt) {
+        (0, false) if wr == 0 => Anomaly::G0,
+        (0, true) if wr == 0 => Anomaly::G0Realtime,
+        (0, false) => Anomaly::G1c,
+        (0, true) => Anomaly::G1cRealtime,
+        (1, false) => Anomaly::GSingle,
+        (1, true) => Anomaly::GSingleRealtime,
+        (_, false) => Anomaly::G2Item,
+        (_, true) => Anomaly::G2ItemRealtime,
     }
 }
 

@@ -650,6 +650,7 @@ fn cycle_certificate(h: &History, r: &Resolution, b: &Built, _left: &[Node]) -> 
         txns: x.txns_of_edges(&es),
         cycle,
         constraints: Vec::new(),
+        cases: Vec::new(),
     }
 }
 
@@ -718,11 +719,17 @@ fn unsat_certificate(
         Anomaly::Unsatisfiable.name(),
         core.len()
     );
+    let cases = if core.len() <= MAX_CASE_CONSTRAINTS {
+        case_analysis(&x, b, remaining, core, &constraints)
+    } else {
+        Vec::new()
+    };
     Certificate {
         anomaly: Anomaly::Unsatisfiable,
         summary,
         cycle: Vec::new(),
         constraints,
+        cases,
         txns: {
             let mut seen = Vec::new();
             for t in txn_ids {
@@ -735,6 +742,67 @@ fn unsat_certificate(
                 .collect()
         },
     }
+}
+
+/// Cores up to this size are explained case by case (2^n cases).
+const MAX_CASE_CONSTRAINTS: usize = 4;
+
+/// Every combination of the core's choices, each with the cycle it closes: a complete,
+/// checkable proof that no choice works.
+fn case_analysis(
+    x: &cert::Explainer,
+    b: &Built,
+    remaining: &[u32],
+    core: &[u32],
+    described: &[CertConstraint],
+) -> Vec<cert::CertCase> {
+    let mut cases = Vec::new();
+    for mask in 0u32..(1 << core.len()) {
+        let mut edges = b.edges.clone();
+        let mut labels = b.labels.clone();
+        let mut choices = Vec::new();
+        for (j, &i) in core.iter().enumerate() {
+            let c = &b.constraints[remaining[i as usize] as usize];
+            let first = mask >> j & 1 == 0;
+            let es = if first {
+                b.first_edges(c)
+            } else {
+                b.second_edges(c)
+            };
+            for &(u, v, l) in es {
+                edges.push((u, v));
+                labels.push(l);
+            }
+            choices.push(described[j].options[usize::from(!first)].choice.clone());
+        }
+        let csr = Csr::build(b.num_nodes, &edges, false);
+        let (comp, _) = graph::scc(b.num_nodes, &csr);
+        let mut members: std::collections::HashMap<u32, Vec<Node>> =
+            std::collections::HashMap::new();
+        for n in 0..b.num_nodes as Node {
+            members.entry(comp[n as usize]).or_default().push(n);
+        }
+        let Some((cid, m)) = members
+            .into_iter()
+            .filter(|(_, m)| m.len() > 1)
+            .min_by_key(|(_, m)| m.len())
+        else {
+            continue;
+        };
+        let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
+        let weight = edge_weight(&labels);
+        if let Some(cyc) = graph::best_cycle(&csr, &comp, cid, &starts, weight, 32) {
+            let es: Vec<(Node, Node, Label)> = cyc
+                .iter()
+                .map(|&e| (edges[e as usize].0, edges[e as usize].1, labels[e as usize]))
+                .collect();
+            cases.push(cert::CertCase {
+                choices,
+                cycle: x.path(&es, &|_| None),
+            });
+        }
+    }
+    cases
 }
 
 /// The node of the synthetic initial transaction (for tests).

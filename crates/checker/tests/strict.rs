@@ -26,6 +26,7 @@ fn stale_read_after_commit_is_only_strictly_wrong() {
     let c = rep.verdict.certificate().expect("strict REJECT").clone();
     let kinds: Vec<EdgeKind> = c.cycle.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, vec![EdgeKind::RealTime, EdgeKind::Rw], "{c:#?}");
+    assert_eq!(c.anomaly, krait_checker::Anomaly::GSingleRealtime);
     assert_eq!(c.cycle[0].from, "T1");
     assert_eq!(c.cycle[0].to, "T2");
     assert_eq!(

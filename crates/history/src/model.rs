@@ -91,6 +91,10 @@ pub struct History {
     pub write_index: FxHashMap<(KeyId, u64), OpId>,
     /// External transaction id → dense id.
     pub txn_index: FxHashMap<u64, TxnId>,
+    /// Version order revealed by reads (list-append histories): `(read op, a, b)` says the read
+    /// saw that the write of value `a` to the op's key is immediately followed by the write of
+    /// value `b`.
+    pub version_hints: Vec<(OpId, u64, u64)>,
 }
 
 impl History {
@@ -233,6 +237,12 @@ impl HistoryBuilder {
         self.h.op_key.push(key);
         self.h.op_value.push(value);
     }
+    /// Records that the last operation added (a read) saw value `a` immediately followed by `b`
+    /// in its key's version order.
+    pub fn version_hint(&mut self, a: u64, b: u64) {
+        let op = self.h.op_kind.len() as OpId - 1;
+        self.h.version_hints.push((op, a, b));
+    }
     pub fn cobra_claim(&mut self, value_hash: u64, read_writer: u64) {
         let c = self.h.cobra.as_mut().expect("cobra claims enabled");
         c.value_hash.push(value_hash);
@@ -241,6 +251,9 @@ impl HistoryBuilder {
     /// Drops operations added since the last finished transaction (a truncated transaction).
     pub fn discard_open_ops(&mut self) {
         let keep = *self.h.txn_ops.last().unwrap() as usize;
+        self.h
+            .version_hints
+            .retain(|&(op, _, _)| (op as usize) < keep);
         for i in keep..self.h.op_kind.len() {
             if self.h.op_kind[i] == OpKind::Write {
                 let k = (self.h.op_key[i], self.h.op_value[i]);

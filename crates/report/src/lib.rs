@@ -89,6 +89,29 @@ pub fn certificate_text(c: &Certificate) -> String {
             }
         }
     }
+    if !c.cases.is_empty() {
+        let _ = writeln!(out, "\nevery combination closes a cycle:");
+        for (i, case) in c.cases.iter().enumerate() {
+            let _ = writeln!(out, "  case {}: {}", i + 1, case.choices.join("; "));
+            for (j, e) in case.cycle.iter().enumerate() {
+                let key = e
+                    .key
+                    .as_deref()
+                    .map(|k| format!(" on {k}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "    {}. {} --{}{}--> {}: {}",
+                    j + 1,
+                    e.from,
+                    e.kind.short(),
+                    key,
+                    e.to,
+                    e.explanation
+                );
+            }
+        }
+    }
     if !c.txns.is_empty() {
         let _ = writeln!(out, "\ntransactions:");
         for t in &c.txns {
