@@ -1,0 +1,147 @@
+//! The `krait` binary as a user meets it: exit codes, error messages, conversions.
+
+use std::process::Command;
+
+fn krait() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_krait"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("krait-cli-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn bad_input_is_exit_2_with_file_and_line() {
+    let p = tmp("bad.jsonl");
+    std::fs::write(
+        &p,
+        "{\"session\":\"a\",\"txn\":1,\"ops\":[]}\n{\"session\":\"a\",\"txn\":1,\"ops\":[]}\n",
+    )
+    .unwrap();
+    let out = krait().arg("check").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.jsonl: line 2: transaction id 1 is used twice (first on line 1)"),
+        "{err}"
+    );
+    let out = krait()
+        .arg("check")
+        .arg("/nonexistent/history")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = krait().arg("check").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
+}
+
+#[test]
+fn verdicts_set_the_exit_code() {
+    let ok = tmp("ok.jsonl");
+    let st = krait()
+        .args(["generate", "--txns", "500"])
+        .arg(&ok)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = krait().arg("check").arg(&ok).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ACCEPT"));
+    let bad = tmp("skew.jsonl");
+    std::fs::write(
+        &bad,
+        concat!(
+            r#"{"session":"a","txn":1,"ops":[["r","x",null],["r","y",null],["w","x",1]]}"#,
+            "\n",
+            r#"{"session":"b","txn":2,"ops":[["r","x",null],["r","y",null],["w","y",2]]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = krait().arg("check").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("G2-item"), "{text}");
+    let out = krait()
+        .args(["check", "--json"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "REJECT");
+    assert_eq!(v["anomaly"], "G2-item");
+    assert_eq!(v["cycle"].as_array().unwrap().len(), 2);
+    // --strict without timestamps: an input error naming the transaction.
+    let out = krait()
+        .args(["check", "--strict"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("transaction T1 has no start/commit timestamp"));
+    // DOT output.
+    let dot = tmp("c.dot");
+    let out = krait()
+        .arg("check")
+        .arg(&bad)
+        .arg("--dot")
+        .arg(&dot)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let d = std::fs::read_to_string(&dot).unwrap();
+    assert!(
+        d.starts_with("digraph certificate") && d.contains("rw x"),
+        "{d}"
+    );
+}
+
+#[test]
+fn convert_round_trips_through_cobra_logs() {
+    let src = tmp("src.jsonl");
+    assert!(krait()
+        .args(["generate", "--txns", "300"])
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let dir = tmp("cobra");
+    assert!(krait()
+        .arg("convert")
+        .arg(&src)
+        .arg(&dir)
+        .arg("--timestamps")
+        .status()
+        .unwrap()
+        .success());
+    let back = tmp("back.jsonl");
+    assert!(krait()
+        .arg("convert")
+        .arg(&dir)
+        .arg(&back)
+        .status()
+        .unwrap()
+        .success());
+    let a = krait()
+        .args(["stats", "--json"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    let b = krait()
+        .args(["stats", "--json"])
+        .arg(&back)
+        .output()
+        .unwrap();
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.stdout).unwrap(),
+        serde_json::from_slice(&b.stdout).unwrap(),
+    );
+    for f in ["txns", "reads", "writes", "initial_reads", "timestamps"] {
+        assert_eq!(a[f], b[f], "{f}");
+    }
+    assert_eq!(
+        krait().arg("check").arg(&back).status().unwrap().code(),
+        Some(0)
+    );
+}
