@@ -224,7 +224,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(Format::Cobra) => {
                     krait_history::cobra::write_dir(&h, &g.out, fmt_ts)?;
                 }
-                _ => save(&h, &g.out, fmt_ts)?,
+                Some(Format::Jsonl) | None => save(&h, &g.out, fmt_ts)?,
+                Some(f) => anyhow::bail!(
+                    "krait writes native JSON Lines and Cobra logs; {f:?} is read-only"
+                ),
             }
             eprintln!("wrote {} transactions to {}", h.num_txns(), g.out.display());
             Ok(ExitCode::SUCCESS)

@@ -145,3 +145,39 @@ fn convert_round_trips_through_cobra_logs() {
         Some(0)
     );
 }
+
+#[test]
+fn elle_list_append_orders_versions() {
+    let op = |t: &str, v: &str, p: u32, i: u32| {
+        format!(
+            "{{:type :{t}, :f :txn, :value {v}, :process {p}, :time {}, :index {i}}}\n",
+            i * 10
+        )
+    };
+    let mut ok = String::new();
+    ok += &op("invoke", "[[:append :x 1]]", 0, 0);
+    ok += &op("ok", "[[:append :x 1]]", 0, 1);
+    ok += &op("invoke", "[[:append :x 2]]", 1, 2);
+    ok += &op("ok", "[[:append :x 2]]", 1, 3);
+    ok += &op("invoke", "[[:r :x nil]]", 2, 4);
+    ok += &op("ok", "[[:r :x [1 2]]]", 2, 5);
+    let mut bad = ok.clone();
+    bad += &op("invoke", "[[:r :x nil]]", 3, 6);
+    bad += &op("ok", "[[:r :x [2 1]]]", 3, 7);
+    let (okp, badp) = (tmp("ok.edn"), tmp("bad.edn"));
+    std::fs::write(&okp, ok).unwrap();
+    std::fs::write(&badp, bad).unwrap();
+    assert_eq!(
+        krait().arg("check").arg(&okp).status().unwrap().code(),
+        Some(0)
+    );
+    // Two reads disagree on the order of the appends: a write cycle.
+    let out = krait()
+        .args(["check", "--json"])
+        .arg(&badp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["anomaly"], "G0", "{v}");
+}

@@ -1,14 +1,18 @@
 //! krait-history: the history model every checker uses, and its formats.
 //!
-//! Inputs: Cobra binary log directories (`T*.log`) and krait's native JSON Lines.
+//! Inputs: Cobra binary log directories (`T*.log`), krait's native JSON Lines, and the formats of
+//! other checkers: Jepsen/Elle EDN, PolySI/IsoVista text, dbcop JSON and bincode.
 //! Outputs: a compact [`History`] (struct of arrays, dense ids), the resolution of each read to
 //! the write it observed ([`resolve`]), and writers for both formats.
 
 pub mod cobra;
+pub mod dbcop;
+pub mod edn;
 pub mod error;
 pub mod fxhash;
 pub mod jsonl;
 pub mod model;
+pub mod polysi;
 pub mod resolve;
 pub mod xxh64;
 
@@ -22,6 +26,12 @@ use std::path::Path;
 pub enum Format {
     Cobra,
     Jsonl,
+    /// Jepsen/Elle `history.edn`.
+    Edn,
+    /// PolySI/IsoVista/Plume `r(k,v,s,t)` text.
+    Polysi,
+    /// dbcop JSON or OOPSLA'19 `history.bincode`.
+    Dbcop,
 }
 
 impl std::str::FromStr for Format {
@@ -30,12 +40,19 @@ impl std::str::FromStr for Format {
         match s {
             "cobra" => Ok(Format::Cobra),
             "jsonl" | "native" => Ok(Format::Jsonl),
-            _ => Err(format!("unknown format {s:?}; expected cobra or jsonl")),
+            "edn" => Ok(Format::Edn),
+            "polysi" => Ok(Format::Polysi),
+            "dbcop" => Ok(Format::Dbcop),
+            _ => Err(format!(
+                "unknown format {s:?}; expected cobra, jsonl, edn, polysi or dbcop"
+            )),
         }
     }
 }
 
-/// Picks the format from the path: a directory of `T*.log` is Cobra, anything else JSON Lines.
+/// Picks the format from the path: a directory of `T*.log` is Cobra, one of `*.jsonl` JSON Lines,
+/// one holding `history.bincode` dbcop; a file by its extension: `.edn` Elle, `.txt` PolySI,
+/// `.bincode` dbcop, `.json` dbcop when it starts like a dbcop history; anything else JSON Lines.
 pub fn detect(path: &Path) -> Result<Format, InputError> {
     if path.is_dir() {
         if cobra::is_cobra_dir(path) {
@@ -46,6 +63,9 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
             .unwrap_or(false)
         {
             return Ok(Format::Jsonl);
+        }
+        if path.join(dbcop::BINCODE_NAME).is_file() {
+            return Ok(Format::Dbcop);
         }
         return Err(InputError::new(
             path,
@@ -60,7 +80,13 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
             "no such file or directory",
         ));
     }
-    Ok(Format::Jsonl)
+    Ok(match path.extension().and_then(|e| e.to_str()) {
+        Some("edn") => Format::Edn,
+        Some("txt") => Format::Polysi,
+        Some("bincode") => Format::Dbcop,
+        Some("json") if dbcop::looks_like_json_history(path) => Format::Dbcop,
+        _ => Format::Jsonl,
+    })
 }
 
 pub struct Loaded {
@@ -88,6 +114,18 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<Loaded, InputError> {
                 jsonl::read_dir(path)?
             } else {
                 jsonl::read_file(path)?
+            };
+            Ok(Loaded {
+                history: l.history,
+                warnings: l.warnings,
+                format,
+            })
+        }
+        Format::Edn | Format::Polysi | Format::Dbcop => {
+            let l = match format {
+                Format::Edn => edn::read_file(path)?,
+                Format::Polysi => polysi::read_file(path)?,
+                _ => dbcop::read_file(path)?,
             };
             Ok(Loaded {
                 history: l.history,

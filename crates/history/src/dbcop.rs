@@ -1,0 +1,759 @@
+//! dbcop's histories: the JSON of the current dbcop (an array of sessions, each an array of
+//! `{"events": [...], "committed": bool}`, bare or inside `{"params", "info", "start", "end",
+//! "data"}`), and the `history.bincode` of the OOPSLA'19 dbcop (bincode 1 of the same History
+//! struct with `{write, variable, value, success}` events). Value 0 is every key's initial
+//! value. See `docs/history-format.md`.
+
+use crate::error::{InputError, Location, Warning};
+use crate::jsonl::Loaded;
+use crate::model::{OpKind, TxnStatus};
+use crate::polysi::{Collector, POp, PTxn};
+use std::io::Read;
+use std::path::Path;
+
+/// Deeper nesting is refused rather than risking the stack: a history nests four levels.
+const MAX_DEPTH: usize = 200;
+
+/// The file dbcop writes an executed history to, in a directory per history.
+pub const BINCODE_NAME: &str = "history.bincode";
+
+/// A history path: a directory holding `history.bincode`, a `.bincode` file, a `.json` file,
+/// or anything else by its first byte (JSON starts with `[` or `{`).
+pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
+    let path_buf;
+    let path = if path.is_dir() {
+        path_buf = path.join(BINCODE_NAME);
+        path_buf.as_path()
+    } else {
+        path
+    };
+    let bytes = std::fs::read(path).map_err(|e| InputError::io(path, e))?;
+    let json = match path.extension().and_then(|e| e.to_str()) {
+        Some("bincode") => false,
+        Some("json") => true,
+        _ => matches!(first_byte(&bytes), Some(b'[' | b'{')),
+    };
+    if json {
+        parse_json(&bytes, path)
+    } else {
+        parse_bincode(&bytes, path)
+    }
+}
+
+pub fn read_json(mut input: impl Read, path: &Path) -> Result<Loaded, InputError> {
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::io(path, e))?;
+    parse_json(&bytes, path)
+}
+
+pub fn read_bincode(mut input: impl Read, path: &Path) -> Result<Loaded, InputError> {
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::io(path, e))?;
+    parse_bincode(&bytes, path)
+}
+
+fn first_byte(b: &[u8]) -> Option<u8> {
+    let b = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
+    b.iter().copied().find(|c| !c.is_ascii_whitespace())
+}
+
+/// Whether the start of a `.json` file looks like a dbcop history rather than krait's JSON
+/// Lines: a top-level array, or an object whose first field is one of dbcop's.
+pub fn looks_like_json_history(path: &Path) -> bool {
+    let mut head = [0u8; 512];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = &head[..n];
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim_start();
+    if text.starts_with('[') {
+        return true;
+    }
+    let Some(rest) = text.strip_prefix('{') else {
+        return false;
+    };
+    ["params", "info", "start", "end", "data"]
+        .iter()
+        .any(|k| rest.trim_start().starts_with(&format!("\"{k}\"")))
+}
+
+/// A JSON scalar as an event field needs it.
+enum Scalar {
+    Null,
+    Nat(u64),
+    Str(String),
+    /// Anything else, described for an error message.
+    Other(String),
+}
+
+fn describe(s: &Scalar) -> String {
+    match s {
+        Scalar::Null => "null".to_string(),
+        Scalar::Nat(n) => n.to_string(),
+        Scalar::Str(s) => format!("the string {s:?}"),
+        Scalar::Other(d) => d.clone(),
+    }
+}
+
+/// A pull parser over JSON text that knows the line it is on, so every error, including those
+/// about the meaning of a value, names its line.
+struct Json<'a> {
+    s: &'a [u8],
+    pos: usize,
+    line: u64,
+    path: &'a Path,
+}
+
+impl<'a> Json<'a> {
+    fn err(&self, msg: impl Into<String>) -> InputError {
+        InputError::new(self.path, Location::Line(self.line), msg)
+    }
+    fn err_at(&self, line: u64, msg: impl Into<String>) -> InputError {
+        InputError::new(self.path, Location::Line(line), msg)
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&c) = self.s.get(self.pos) {
+            match c {
+                b'\n' => self.line += 1,
+                b' ' | b'\t' | b'\r' => {}
+                _ => return Some(c),
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    fn found(&mut self) -> String {
+        match self.peek() {
+            None => "the end of the input".to_string(),
+            Some(c) if c.is_ascii_graphic() => format!("'{}'", c as char),
+            Some(c) => format!("byte 0x{c:02x}"),
+        }
+    }
+
+    fn expect(&mut self, c: u8, context: &str) -> Result<(), InputError> {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            return Ok(());
+        }
+        let found = self.found();
+        Err(self.err(format!("expected '{}' {context}, found {found}", c as char)))
+    }
+
+    /// In an array or object whose opening bracket is consumed: whether another element
+    /// follows (consuming its comma), or the closing bracket (consumed).
+    fn more(&mut self, first: &mut bool, close: u8) -> Result<bool, InputError> {
+        match self.peek() {
+            Some(c) if c == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(b',') if !*first => {
+                self.pos += 1;
+                match self.peek() {
+                    Some(c) if c == close => {
+                        Err(self.err(format!("a trailing ',' before '{}'", close as char)))
+                    }
+                    _ => Ok(true),
+                }
+            }
+            Some(_) if *first => {
+                *first = false;
+                Ok(true)
+            }
+            _ => {
+                let found = self.found();
+                Err(self.err(format!(
+                    "expected ',' or '{}', found {found}",
+                    close as char
+                )))
+            }
+        }
+    }
+
+    /// The next key of an object, with its ':' consumed; `None` at the closing brace.
+    fn key(&mut self, first: &mut bool) -> Result<Option<String>, InputError> {
+        if !self.more(first, b'}')? {
+            return Ok(None);
+        }
+        if self.peek() != Some(b'"') {
+            let found = self.found();
+            return Err(self.err(format!("expected a field name in quotes, found {found}")));
+        }
+        let k = self.string()?;
+        self.expect(b':', "after a field name")?;
+        Ok(Some(k))
+    }
+
+    fn string(&mut self) -> Result<String, InputError> {
+        let line = self.line;
+        let start = self.pos;
+        self.pos += 1;
+        loop {
+            match self.s.get(self.pos) {
+                None => {
+                    return Err(self.err_at(line, "a string opened on this line is never closed"))
+                }
+                Some(b'"') => break,
+                Some(b'\\') => self.pos += 2,
+                Some(b'\n') => {
+                    return Err(self.err_at(line, "a string opened on this line is never closed"))
+                }
+                Some(_) => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        serde_json::from_slice::<String>(&self.s[start..self.pos])
+            .map_err(|e| self.err_at(line, format!("a bad string: {e}")))
+    }
+
+    fn literal(&mut self) -> Result<&'static str, InputError> {
+        for w in ["true", "false", "null"] {
+            if self.s[self.pos..].starts_with(w.as_bytes()) {
+                self.pos += w.len();
+                return Ok(w);
+            }
+        }
+        let found = self.found();
+        Err(self.err(format!("expected a JSON value, found {found}")))
+    }
+
+    fn number(&mut self) -> Result<Scalar, InputError> {
+        let start = self.pos;
+        while self
+            .s
+            .get(self.pos)
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E'))
+        {
+            self.pos += 1;
+        }
+        let text = std::str::from_utf8(&self.s[start..self.pos]).unwrap_or_default();
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            return Err(self.err(format!("{text:?} is not a JSON number")));
+        }
+        Ok(match text.parse::<u64>() {
+            Ok(n) if text.bytes().all(|c| c.is_ascii_digit()) => Scalar::Nat(n),
+            _ => Scalar::Other(text.to_string()),
+        })
+    }
+
+    fn scalar(&mut self, depth: usize) -> Result<Scalar, InputError> {
+        match self.peek() {
+            Some(b'"') => Ok(Scalar::Str(self.string()?)),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'[') => {
+                self.skip_value(depth)?;
+                Ok(Scalar::Other("an array".to_string()))
+            }
+            Some(b'{') => {
+                self.skip_value(depth)?;
+                Ok(Scalar::Other("an object".to_string()))
+            }
+            _ => Ok(match self.literal()? {
+                "null" => Scalar::Null,
+                w => Scalar::Other(w.to_string()),
+            }),
+        }
+    }
+
+    fn skip_value(&mut self, depth: usize) -> Result<(), InputError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(format!("values nested more than {MAX_DEPTH} deep")));
+        }
+        match self.peek() {
+            Some(b'[') => {
+                self.pos += 1;
+                let mut first = true;
+                while self.more(&mut first, b']')? {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            Some(b'{') => {
+                self.pos += 1;
+                let mut first = true;
+                while self.key(&mut first)?.is_some() {
+                    self.skip_value(depth + 1)?;
+                }
+            }
+            _ => {
+                self.scalar(depth)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn boolean(&mut self, field: &str) -> Result<bool, InputError> {
+        match self.scalar(3)? {
+            Scalar::Other(w) if w == "true" => Ok(true),
+            Scalar::Other(w) if w == "false" => Ok(false),
+            other => Err(self.err(format!(
+                "\"{field}\" must be true or false, not {}",
+                describe(&other)
+            ))),
+        }
+    }
+}
+
+/// An event as read, before keys get ids.
+struct Event {
+    write: bool,
+    variable: String,
+    version: Option<u64>,
+    line: u64,
+    /// OOPSLA'19 events carry whether they were executed; the others always were.
+    executed: bool,
+}
+
+struct JsonReader<'a> {
+    j: Json<'a>,
+    col: Collector,
+    sessions: u64,
+    next_ext: u64,
+}
+
+impl JsonReader<'_> {
+    fn variable(&mut self, line: u64) -> Result<String, InputError> {
+        match self.j.scalar(4)? {
+            Scalar::Nat(n) => Ok(n.to_string()),
+            Scalar::Str(s) => Ok(s),
+            other => Err(self.j.err_at(
+                line,
+                format!(
+                    "a variable must be a non-negative integer or a string, not {}",
+                    describe(&other)
+                ),
+            )),
+        }
+    }
+
+    fn version(&mut self, line: u64, write: bool) -> Result<Option<u64>, InputError> {
+        match self.j.scalar(4)? {
+            Scalar::Nat(n) => Ok(Some(n)),
+            Scalar::Null if !write => Ok(None),
+            other => Err(self.j.err_at(
+                line,
+                format!(
+                    "a {} version must be an integer from 0 to {}{}, not {}",
+                    if write { "written" } else { "read" },
+                    u64::MAX,
+                    if write {
+                        ""
+                    } else {
+                        " (or null for the initial state)"
+                    },
+                    describe(&other)
+                ),
+            )),
+        }
+    }
+
+    fn event(&mut self) -> Result<Event, InputError> {
+        self.j.peek();
+        let line = self.j.line;
+        let shape = "an event is {\"Read\": {...}}, {\"Write\": {...}} or [\"r\" or \"w\", variable, version]";
+        match self.j.peek() {
+            Some(b'[') => {
+                self.j.pos += 1;
+                let mut first = true;
+                let mut n = 0;
+                let mut fields = (false, String::new(), None);
+                while self.j.more(&mut first, b']')? {
+                    match n {
+                        0 => {
+                            fields.0 = match self.j.scalar(4)? {
+                                Scalar::Str(t) if t == "r" => false,
+                                Scalar::Str(t) if t == "w" => true,
+                                other => {
+                                    let kind = match other {
+                                        Scalar::Str(t) => format!("{t:?}"),
+                                        o => describe(&o),
+                                    };
+                                    return Err(self.j.err_at(
+                                        line,
+                                        format!(
+                                            "unknown event kind {kind}; expected \"r\" or \"w\""
+                                        ),
+                                    ));
+                                }
+                            }
+                        }
+                        1 => fields.1 = self.variable(line)?,
+                        2 => fields.2 = self.version(line, fields.0)?,
+                        _ => {
+                            return Err(self.j.err_at(
+                                line,
+                                format!("{shape}; this one has more than 3 elements"),
+                            ))
+                        }
+                    }
+                    n += 1;
+                }
+                if n != 3 {
+                    return Err(self
+                        .j
+                        .err_at(line, format!("{shape}; this one has {n} elements")));
+                }
+                Ok(Event {
+                    write: fields.0,
+                    variable: fields.1,
+                    version: fields.2,
+                    line,
+                    executed: true,
+                })
+            }
+            Some(b'{') => {
+                self.j.pos += 1;
+                let mut first = true;
+                let Some(tag) = self.j.key(&mut first)? else {
+                    return Err(self.j.err_at(line, format!("{shape}; this one is empty")));
+                };
+                match tag.as_str() {
+                    "Read" | "Write" => {
+                        let write = tag == "Write";
+                        self.j.expect(b'{', &format!("after \"{tag}\":"))?;
+                        let (mut variable, mut version) = (None, None);
+                        let mut inner_first = true;
+                        while let Some(k) = self.j.key(&mut inner_first)? {
+                            match k.as_str() {
+                                "variable" => variable = Some(self.variable(line)?),
+                                "version" => version = Some(self.version(line, write)?),
+                                _ => self.j.skip_value(4)?,
+                            }
+                        }
+                        if self.j.key(&mut first)?.is_some() {
+                            return Err(self
+                                .j
+                                .err_at(line, format!("{shape}; this one has a second field")));
+                        }
+                        let (Some(variable), Some(version)) = (variable, version) else {
+                            return Err(self.j.err_at(
+                                line,
+                                format!("a {tag} event needs \"variable\" and \"version\""),
+                            ));
+                        };
+                        Ok(Event {
+                            write,
+                            variable,
+                            version,
+                            line,
+                            executed: true,
+                        })
+                    }
+                    "write" | "variable" | "value" | "success" => {
+                        let (mut write, mut variable, mut value, mut success) =
+                            (None, None, None, None);
+                        let mut k = Some(tag);
+                        while let Some(name) = k {
+                            match name.as_str() {
+                                "write" => write = Some(self.j.boolean("write")?),
+                                "variable" => variable = Some(self.variable(line)?),
+                                "value" => value = Some(self.version(line, true)?),
+                                "success" => success = Some(self.j.boolean("success")?),
+                                _ => self.j.skip_value(4)?,
+                            }
+                            k = self.j.key(&mut first)?;
+                        }
+                        let (Some(write), Some(variable), Some(Some(value)), Some(success)) =
+                            (write, variable, value, success)
+                        else {
+                            return Err(self.j.err_at(
+                                line,
+                                "an OOPSLA'19 event needs \"write\", \"variable\", \"value\" and \"success\"",
+                            ));
+                        };
+                        Ok(Event {
+                            write,
+                            variable,
+                            version: Some(value),
+                            line,
+                            executed: success,
+                        })
+                    }
+                    _ => Err(self
+                        .j
+                        .err_at(line, format!("unknown event {tag:?}; {shape}"))),
+                }
+            }
+            _ => {
+                let found = self.j.found();
+                Err(self
+                    .j
+                    .err(format!("expected an event, found {found}; {shape}")))
+            }
+        }
+    }
+
+    fn txn(&mut self, s: usize) -> Result<(), InputError> {
+        self.j.peek();
+        let line = self.j.line;
+        self.j.expect(
+            b'{',
+            "to open a transaction {\"events\": [...], \"committed\": ...}",
+        )?;
+        let mut first = true;
+        let (mut events, mut committed) = (None, None);
+        while let Some(k) = self.j.key(&mut first)? {
+            match k.as_str() {
+                "events" => {
+                    self.j.expect(b'[', "to open a transaction's events")?;
+                    let mut ev = Vec::new();
+                    let mut efirst = true;
+                    while self.j.more(&mut efirst, b']')? {
+                        ev.push(self.event()?);
+                    }
+                    events = Some(ev);
+                }
+                "committed" | "success" => committed = Some(self.j.boolean(&k)?),
+                _ => self.j.skip_value(3)?,
+            }
+        }
+        let Some(events) = events else {
+            return Err(self.j.err_at(line, "a transaction without \"events\""));
+        };
+        let Some(committed) = committed else {
+            return Err(self
+                .j
+                .err_at(line, "a transaction without \"committed\": true or false"));
+        };
+        let status = if committed {
+            TxnStatus::Committed
+        } else {
+            TxnStatus::Aborted
+        };
+        let mut t = PTxn::new(self.next_ext, status, Location::Line(line));
+        self.next_ext += 1;
+        for e in events.into_iter().filter(|e| e.executed) {
+            let key = self.col.key(&e.variable);
+            let (kind, value) = match (e.write, e.version) {
+                (true, v) => (OpKind::Write, v.unwrap_or_default()),
+                (false, Some(v)) => (OpKind::Read, v),
+                (false, None) => (OpKind::ReadInit, 0),
+            };
+            t.ops.push(POp {
+                kind,
+                key,
+                value,
+                at: Location::Line(e.line),
+            });
+        }
+        self.col.push(s, t);
+        Ok(())
+    }
+
+    fn sessions(&mut self) -> Result<(), InputError> {
+        self.j.expect(b'[', "to open the array of sessions")?;
+        let mut first = true;
+        while self.j.more(&mut first, b']')? {
+            self.sessions += 1;
+            let s = self.col.session(&self.sessions.to_string());
+            self.j
+                .expect(b'[', "to open a session (an array of transactions)")?;
+            let mut tfirst = true;
+            while self.j.more(&mut tfirst, b']')? {
+                self.txn(s)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_json(bytes: &[u8], path: &Path) -> Result<Loaded, InputError> {
+    let pos = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    let mut r = JsonReader {
+        j: Json {
+            s: bytes,
+            pos,
+            line: 1,
+            path,
+        },
+        col: Collector::new(),
+        sessions: 0,
+        next_ext: 1,
+    };
+    match r.j.peek() {
+        Some(b'[') => r.sessions()?,
+        Some(b'{') => {
+            let line = r.j.line;
+            r.j.pos += 1;
+            let mut first = true;
+            let mut data = false;
+            while let Some(k) = r.j.key(&mut first)? {
+                if k == "data" {
+                    if data {
+                        return Err(r.j.err("a second \"data\" field"));
+                    }
+                    r.sessions()?;
+                    data = true;
+                } else {
+                    r.j.skip_value(1)?;
+                }
+            }
+            if !data {
+                return Err(r.j.err_at(line, "the history object has no \"data\" field"));
+            }
+        }
+        _ => {
+            let found = r.j.found();
+            return Err(r.j.err(format!(
+                "expected a dbcop history (an array of sessions, or an object with \"data\"), found {found}"
+            )));
+        }
+    }
+    if r.j.peek().is_some() {
+        return Err(r.j.err("more text after the history"));
+    }
+    Ok(Loaded {
+        history: r.col.finish(path, true)?,
+        warnings: Vec::new(),
+    })
+}
+
+/// bincode 1 with its default options, as dbcop writes it: little-endian fixed-width u64
+/// lengths and integers, one byte per bool.
+struct Bin<'a> {
+    b: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+impl Bin<'_> {
+    fn err(&self, at: usize, msg: impl Into<String>) -> InputError {
+        InputError::new(self.path, Location::Offset(at as u64), msg)
+    }
+    fn left(&self) -> usize {
+        self.b.len() - self.pos
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, InputError> {
+        let Some(bytes) = self.b.get(self.pos..self.pos + 8) else {
+            return Err(self.err(
+                self.pos,
+                format!(
+                    "the file ends inside {what} (8 bytes needed, {} left)",
+                    self.left()
+                ),
+            ));
+        };
+        self.pos += 8;
+        Ok(u64::from_le_bytes(bytes.try_into().unwrap_or_default()))
+    }
+    fn flag(&mut self, what: &str) -> Result<bool, InputError> {
+        match self.b.get(self.pos) {
+            None => Err(self.err(self.pos, format!("the file ends before {what}"))),
+            Some(&v @ (0 | 1)) => {
+                self.pos += 1;
+                Ok(v == 1)
+            }
+            Some(&v) => Err(self.err(
+                self.pos,
+                format!("{what} must be a bool byte 0 or 1, not {v}"),
+            )),
+        }
+    }
+    /// A length prefix, checked against what the rest of the file can hold so that a corrupt
+    /// count is an error, not a huge allocation.
+    fn count(&mut self, what: &str, min_each: u64) -> Result<u64, InputError> {
+        let at = self.pos;
+        let n = self.u64(what)?;
+        if n.saturating_mul(min_each) > self.left() as u64 {
+            return Err(self.err(
+                at,
+                format!(
+                    "{what} is {n}, more than the {} bytes left can hold (not a dbcop history.bincode?)",
+                    self.left()
+                ),
+            ));
+        }
+        Ok(n)
+    }
+    fn string(&mut self, what: &str) -> Result<String, InputError> {
+        let at = self.pos;
+        let len = self.count(&format!("the length of {what}"), 1)? as usize;
+        let text = std::str::from_utf8(&self.b[self.pos..self.pos + len])
+            .map_err(|_| {
+                self.err(
+                    at,
+                    format!("{what} is not UTF-8 text (not a dbcop history.bincode?)"),
+                )
+            })?
+            .to_string();
+        self.pos += len;
+        Ok(text)
+    }
+}
+
+fn parse_bincode(bytes: &[u8], path: &Path) -> Result<Loaded, InputError> {
+    let mut b = Bin {
+        b: bytes,
+        pos: 0,
+        path,
+    };
+    // HistParams: id, n_node, n_variable, n_transaction, n_event. Counts we do not need.
+    for field in ["id", "n_node", "n_variable", "n_transaction", "n_event"] {
+        b.u64(&format!("the header field {field}"))?;
+    }
+    b.string("the info text")?;
+    b.string("the start time")?;
+    b.string("the end time")?;
+    let mut col = Collector::new();
+    let mut ext = 1u64;
+    // Smallest encodings: a session is its count (8), a transaction its count and flag (9),
+    // an event two flags and two u64s (18).
+    let nsessions = b.count("the number of sessions", 8)?;
+    for si in 1..=nsessions {
+        let s = col.session(&si.to_string());
+        let ntxns = b.count(&format!("the number of transactions of session {si}"), 9)?;
+        for _ in 0..ntxns {
+            let at = b.pos;
+            let nevents = b.count("the number of events of a transaction", 18)?;
+            let mut ops = Vec::new();
+            for _ in 0..nevents {
+                let eat = b.pos;
+                let write = b.flag("an event's write flag")?;
+                let variable = b.u64("an event's variable")?;
+                let value = b.u64("an event's value")?;
+                // An event that did not succeed never reached the database.
+                if b.flag("an event's success flag")? {
+                    let key = col.key(&variable.to_string());
+                    ops.push(POp {
+                        kind: if write { OpKind::Write } else { OpKind::Read },
+                        key,
+                        value,
+                        at: Location::Offset(eat as u64),
+                    });
+                }
+            }
+            let status = if b.flag("a transaction's success flag")? {
+                TxnStatus::Committed
+            } else {
+                TxnStatus::Aborted
+            };
+            let mut t = PTxn::new(ext, status, Location::Offset(at as u64));
+            ext += 1;
+            t.ops = ops;
+            col.push(s, t);
+        }
+    }
+    let mut warnings = Vec::new();
+    if b.left() > 0 {
+        warnings.push(Warning {
+            path: path.to_path_buf(),
+            location: Location::Offset(b.pos as u64),
+            message: format!("{} bytes after the history are ignored", b.left()),
+        });
+    }
+    Ok(Loaded {
+        history: col.finish(path, true)?,
+        warnings,
+    })
+}

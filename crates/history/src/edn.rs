@@ -1,0 +1,861 @@
+//! Jepsen/Elle histories in EDN (`history.edn`): a sequence of operation maps (one per line, or
+//! all inside one vector), where each `:invoke` of a `:process` is completed by that process's
+//! next `:ok`, `:fail` or `:info`. Transactions are `:f :txn` ops whose `:value` is a vector of
+//! micro-ops: rw-register `[:r k v]`/`[:w k v]` and list-append `[:append k v]`/`[:r k [..]]`.
+//! See `docs/history-format.md`.
+
+use crate::error::{InputError, Location, Warning};
+use crate::jsonl::Loaded;
+use crate::model::{OpKind, TxnStatus, NO_TIME};
+use crate::polysi::{Collector, POp, PTxn};
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::Path;
+
+/// Deeper nesting is refused rather than risking the stack: histories nest a few levels.
+const MAX_DEPTH: usize = 200;
+
+/// An EDN value. Only what histories need is interpreted; the rest is kept to describe it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Val {
+    Nil,
+    Bool(bool),
+    Int(i128),
+    /// A number that is not an integer that fits in i128 (float, ratio, decimal, ##Inf).
+    Num(String),
+    Str(String),
+    Char(char),
+    Kw(String),
+    Sym(String),
+    Vector(Vec<Node>),
+    List(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+    Set(Vec<Node>),
+    Tagged(String, Box<Node>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Node {
+    /// The line the form starts on.
+    pub line: u64,
+    pub val: Val,
+}
+
+/// How an error message shows a value it did not expect.
+fn describe(v: &Val) -> String {
+    match v {
+        Val::Nil => "nil".to_string(),
+        Val::Bool(b) => b.to_string(),
+        Val::Int(i) => i.to_string(),
+        Val::Num(s) => format!("the number {s}"),
+        Val::Str(s) => format!("the string {s:?}"),
+        Val::Char(c) => format!("the character {c:?}"),
+        Val::Kw(k) => format!(":{k}"),
+        Val::Sym(s) => format!("the symbol {s}"),
+        Val::Vector(_) => "a vector".to_string(),
+        Val::List(_) => "a list".to_string(),
+        Val::Map(_) => "a map".to_string(),
+        Val::Set(items) => format!("a set of {} elements", items.len()),
+        Val::Tagged(t, _) => format!("a #{t} form"),
+    }
+}
+
+fn is_closer(c: u8) -> bool {
+    matches!(c, b')' | b']' | b'}')
+}
+
+fn is_delimiter(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t'
+            | b'\n'
+            | b'\r'
+            | 0x0c
+            | b','
+            | b'('
+            | b')'
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'"'
+            | b';'
+    )
+}
+
+fn closer_of(open: u8) -> (u8, &'static str) {
+    match open {
+        b'[' => (b']', "vector"),
+        b'(' => (b')', "list"),
+        _ => (b'}', "map"),
+    }
+}
+
+pub(crate) struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    line: u64,
+    path: &'a Path,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(s: &'a [u8], path: &'a Path) -> Self {
+        let pos = if s.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        Parser {
+            s,
+            pos,
+            line: 1,
+            path,
+        }
+    }
+
+    fn err(&self, line: u64, msg: impl Into<String>) -> InputError {
+        InputError::new(self.path, Location::Line(line), msg)
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(&c) = self.s.get(self.pos) {
+            match c {
+                b'\n' => {
+                    self.line += 1;
+                    self.pos += 1;
+                }
+                b' ' | b'\t' | b'\r' | b',' | 0x0c => self.pos += 1,
+                b';' => {
+                    while self.s.get(self.pos).is_some_and(|&c| c != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The byte that starts the next form or closes the open one, past whitespace, comments
+    /// and `#_` discards; `None` at the end of the input.
+    pub fn skip(&mut self, depth: usize) -> Result<Option<u8>, InputError> {
+        loop {
+            self.skip_ws();
+            if !self.s[self.pos..].starts_with(b"#_") {
+                return Ok(self.s.get(self.pos).copied());
+            }
+            let line = self.line;
+            if depth > MAX_DEPTH {
+                return Err(self.err(line, format!("forms nested more than {MAX_DEPTH} deep")));
+            }
+            self.pos += 2;
+            match self.skip(depth + 1)? {
+                Some(c) if !is_closer(c) => {
+                    self.form(depth + 1)?;
+                }
+                _ => return Err(self.err(line, "#_ is not followed by a form to discard")),
+            }
+        }
+    }
+
+    /// Reads one form; the caller has seen (with [`Self::skip`]) that one starts here.
+    pub fn form(&mut self, depth: usize) -> Result<Node, InputError> {
+        let line = self.line;
+        if depth > MAX_DEPTH {
+            return Err(self.err(line, format!("forms nested more than {MAX_DEPTH} deep")));
+        }
+        let c = self.s[self.pos];
+        let val = match c {
+            b'[' | b'(' | b'{' => {
+                self.pos += 1;
+                let (close, what) = closer_of(c);
+                let items = self.items(close, what, line, depth)?;
+                match c {
+                    b'[' => Val::Vector(items),
+                    b'(' => Val::List(items),
+                    _ => {
+                        if items.len() % 2 != 0 {
+                            return Err(self.err(
+                                line,
+                                format!(
+                                    "the map opened on this line holds {} forms; a map needs key-value pairs",
+                                    items.len()
+                                ),
+                            ));
+                        }
+                        let mut it = items.into_iter();
+                        let mut pairs = Vec::new();
+                        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                            pairs.push((k, v));
+                        }
+                        Val::Map(pairs)
+                    }
+                }
+            }
+            b'#' => self.dispatch(line, depth)?,
+            b'"' => {
+                self.pos += 1;
+                Val::Str(self.string(line)?)
+            }
+            b'\\' => self.character(line)?,
+            c if is_closer(c) => {
+                return Err(self.err(
+                    line,
+                    format!("unbalanced '{}': nothing is open here", c as char),
+                ))
+            }
+            _ => self.atom(line)?,
+        };
+        Ok(Node { line, val })
+    }
+
+    fn items(
+        &mut self,
+        close: u8,
+        what: &str,
+        open: u64,
+        depth: usize,
+    ) -> Result<Vec<Node>, InputError> {
+        let mut v = Vec::new();
+        loop {
+            match self.skip(depth)? {
+                None => {
+                    return Err(self.err(
+                        open,
+                        format!("unbalanced: the {what} opened on this line is never closed (the input ends first)"),
+                    ))
+                }
+                Some(c) if c == close => {
+                    self.pos += 1;
+                    return Ok(v);
+                }
+                Some(c) if is_closer(c) => {
+                    return Err(self.err(
+                        self.line,
+                        format!(
+                            "unbalanced: '{}' where the {what} opened on line {open} needs '{}'",
+                            c as char, close as char
+                        ),
+                    ))
+                }
+                Some(_) => v.push(self.form(depth + 1)?),
+            }
+        }
+    }
+
+    fn dispatch(&mut self, line: u64, depth: usize) -> Result<Val, InputError> {
+        match self.s.get(self.pos + 1).copied() {
+            Some(b'{') => {
+                self.pos += 2;
+                Ok(Val::Set(self.items(b'}', "set", line, depth)?))
+            }
+            Some(b'#') => {
+                self.pos += 2;
+                let t = self.token_str(line)?;
+                Ok(Val::Num(format!("##{t}")))
+            }
+            Some(b'"') => {
+                // A Clojure regex literal: kept as its text.
+                self.pos += 2;
+                Ok(Val::Str(self.string(line)?))
+            }
+            Some(c) if c.is_ascii_alphabetic() => {
+                self.pos += 1;
+                let tag = self.token_str(line)?;
+                match self.skip(depth)? {
+                    Some(c) if !is_closer(c) => {
+                        let inner = self.form(depth + 1)?;
+                        Ok(Val::Tagged(tag, Box::new(inner)))
+                    }
+                    _ => Err(self.err(line, format!("the tag #{tag} has no form after it"))),
+                }
+            }
+            _ => Err(self.err(
+                line,
+                "'#' must start a set #{...}, a tag #name or a discard #_",
+            )),
+        }
+    }
+
+    fn token_str(&mut self, line: u64) -> Result<String, InputError> {
+        let start = self.pos;
+        while self.s.get(self.pos).is_some_and(|&c| !is_delimiter(c)) {
+            self.pos += 1;
+        }
+        std::str::from_utf8(&self.s[start..self.pos])
+            .map(str::to_string)
+            .map_err(|_| self.err(line, "not UTF-8 text"))
+    }
+
+    fn atom(&mut self, line: u64) -> Result<Val, InputError> {
+        let t = self.token_str(line)?;
+        Ok(match t.as_str() {
+            "nil" => Val::Nil,
+            "true" => Val::Bool(true),
+            "false" => Val::Bool(false),
+            _ if t.starts_with(':') => {
+                let name = t.trim_start_matches(':');
+                if name.is_empty() {
+                    return Err(self.err(line, format!("{t:?} is not a keyword: it has no name")));
+                }
+                Val::Kw(name.to_string())
+            }
+            _ => {
+                let unsigned = t.strip_prefix(['+', '-']).unwrap_or(&t);
+                if unsigned.starts_with(|c: char| c.is_ascii_digit()) {
+                    let int = t.strip_suffix('N').unwrap_or(&t);
+                    match int.parse::<i128>() {
+                        Ok(i) => Val::Int(i),
+                        Err(_) => Val::Num(t),
+                    }
+                } else {
+                    Val::Sym(t)
+                }
+            }
+        })
+    }
+
+    /// The rest of a string whose opening quote is consumed.
+    fn string(&mut self, open: u64) -> Result<String, InputError> {
+        let mut out = Vec::new();
+        loop {
+            let Some(&c) = self.s.get(self.pos) else {
+                return Err(self.err(
+                    open,
+                    "unbalanced: the string opened on this line is never closed (the input ends first)",
+                ));
+            };
+            self.pos += 1;
+            match c {
+                b'"' => break,
+                b'\n' => {
+                    self.line += 1;
+                    out.push(c);
+                }
+                b'\\' => {
+                    let Some(&e) = self.s.get(self.pos) else {
+                        continue;
+                    };
+                    self.pos += 1;
+                    let ch = match e {
+                        b'n' => '\n',
+                        b't' => '\t',
+                        b'r' => '\r',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'u' => {
+                            let hex = self.s.get(self.pos..self.pos + 4).unwrap_or_default();
+                            let code = std::str::from_utf8(hex)
+                                .ok()
+                                .and_then(|h| u32::from_str_radix(h, 16).ok());
+                            self.pos += hex.len();
+                            // A lone surrogate half has no UTF-8 form; its meaning does not
+                            // matter to a history, so it is kept as a replacement character.
+                            match code {
+                                Some(c) if hex.len() == 4 => {
+                                    char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER)
+                                }
+                                _ => {
+                                    return Err(
+                                        self.err(self.line, "\\u in a string needs 4 hex digits")
+                                    )
+                                }
+                            }
+                        }
+                        _ => {
+                            return Err(self.err(
+                                self.line,
+                                format!("unknown escape \\{} in a string", e as char),
+                            ))
+                        }
+                    };
+                    let mut b = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+                }
+                _ => out.push(c),
+            }
+        }
+        String::from_utf8(out).map_err(|_| self.err(open, "a string that is not UTF-8 text"))
+    }
+
+    fn character(&mut self, line: u64) -> Result<Val, InputError> {
+        self.pos += 1;
+        let Some(&c) = self.s.get(self.pos) else {
+            return Err(self.err(line, "a '\\' at the end of the input"));
+        };
+        if is_delimiter(c) {
+            self.pos += 1;
+            if c == b'\n' {
+                self.line += 1;
+            }
+            return Ok(Val::Char(c as char));
+        }
+        let t = self.token_str(line)?;
+        let ch = match t.as_str() {
+            "newline" => '\n',
+            "space" => ' ',
+            "tab" => '\t',
+            "return" => '\r',
+            "backspace" => '\u{8}',
+            "formfeed" => '\u{c}',
+            _ if t.len() == 5 && t.starts_with('u') => u32::from_str_radix(&t[1..], 16)
+                .ok()
+                .and_then(char::from_u32)
+                .ok_or_else(|| self.err(line, format!("unknown character \\{t}")))?,
+            _ if t.chars().count() == 1 => t.chars().next().unwrap_or_default(),
+            _ => return Err(self.err(line, format!("unknown character \\{t}"))),
+        };
+        Ok(Val::Char(ch))
+    }
+}
+
+pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
+    let f = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
+    read(std::io::BufReader::with_capacity(1 << 20, f), path)
+}
+
+pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::io(path, e))?;
+    let mut p = Parser::new(&bytes, path);
+    let mut r = Reader {
+        path,
+        col: Collector::new(),
+        pending: HashMap::new(),
+        ordinal: 0,
+        other_f: 0,
+        warnings: Vec::new(),
+    };
+    match p.skip(0)? {
+        // The whole history as one vector (or list) of operations: read it op by op so that
+        // a large history is never held as one tree.
+        Some(open @ (b'[' | b'(')) => {
+            let line = p.line;
+            let (close, what) = closer_of(open);
+            p.pos += 1;
+            loop {
+                match p.skip(1)? {
+                    None => {
+                        return Err(p.err(
+                            line,
+                            format!("unbalanced: the {what} opened on this line is never closed (the input ends first)"),
+                        ))
+                    }
+                    Some(c) if c == close => {
+                        p.pos += 1;
+                        break;
+                    }
+                    Some(c) if is_closer(c) => {
+                        return Err(p.err(
+                            p.line,
+                            format!(
+                                "unbalanced: '{}' where the {what} opened on line {line} needs '{}'",
+                                c as char, close as char
+                            ),
+                        ))
+                    }
+                    Some(_) => {
+                        let n = p.form(2)?;
+                        r.op(n)?;
+                    }
+                }
+            }
+            let closed = p.line;
+            if p.skip(0)?.is_some() {
+                return Err(p.err(
+                    p.line,
+                    format!(
+                        "more text after the {what} of operations that closed on line {closed}"
+                    ),
+                ));
+            }
+        }
+        _ => loop {
+            match p.skip(0)? {
+                None => break,
+                Some(_) => {
+                    let n = p.form(1)?;
+                    r.op(n)?;
+                }
+            }
+        },
+    }
+    r.finish()
+}
+
+/// A process as Jepsen names it; a history without `:process` is one nameless process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Proc {
+    Nil,
+    Int(i128),
+}
+
+impl Proc {
+    fn name(self) -> String {
+        match self {
+            Proc::Nil => "nil".to_string(),
+            Proc::Int(i) => i.to_string(),
+        }
+    }
+}
+
+struct Invoke {
+    line: u64,
+    ext: u64,
+    time: u64,
+    value: Option<Node>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Type {
+    Invoke,
+    Ok,
+    Fail,
+    Info,
+}
+
+struct Reader<'a> {
+    path: &'a Path,
+    col: Collector,
+    pending: HashMap<Proc, Invoke>,
+    /// Position of the next operation among all operations: Jepsen's `:index` when absent.
+    ordinal: u64,
+    other_f: usize,
+    warnings: Vec<Warning>,
+}
+
+fn push(col: &mut Collector, t: &mut PTxn, key: &str, kind: OpKind, value: u64, at: Location) {
+    let key = col.key(key);
+    t.ops.push(POp {
+        kind,
+        key,
+        value,
+        at,
+    });
+}
+
+fn untag(mut n: Node) -> Node {
+    while let Val::Tagged(_, inner) = n.val {
+        n = *inner;
+    }
+    n
+}
+
+impl Reader<'_> {
+    fn err(&self, line: u64, msg: impl Into<String>) -> InputError {
+        InputError::new(self.path, Location::Line(line), msg)
+    }
+
+    fn nat(&self, n: &Node, field: &str, max: u64) -> Result<u64, InputError> {
+        match n.val {
+            Val::Int(i) if (0..=max as i128).contains(&i) => Ok(i as u64),
+            ref other => Err(self.err(
+                n.line,
+                format!(
+                    "{field} must be an integer from 0 to {max}, not {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    fn op(&mut self, node: Node) -> Result<(), InputError> {
+        let ordinal = self.ordinal;
+        self.ordinal += 1;
+        let node = untag(node);
+        let line = node.line;
+        let Val::Map(pairs) = node.val else {
+            return Err(self.err(
+                line,
+                format!(
+                    "expected an operation map {{:type ..., :process ..., :value ...}}, found {}",
+                    describe(&node.val)
+                ),
+            ));
+        };
+        let (mut ty, mut process, mut f, mut value, mut time, mut index) =
+            (None, None, None, None, None, None);
+        for (k, v) in pairs {
+            if let Val::Kw(name) = &k.val {
+                match name.as_str() {
+                    "type" => ty = Some(v),
+                    "process" => process = Some(v),
+                    "f" => f = Some(v),
+                    "value" => value = Some(v),
+                    "time" => time = Some(v),
+                    "index" => index = Some(v),
+                    _ => {}
+                }
+            }
+        }
+        let ty = match ty {
+            Some(Node {
+                val: Val::Kw(t), ..
+            }) => t,
+            Some(n) => {
+                return Err(self.err(
+                    n.line,
+                    format!(
+                        ":type must be :invoke, :ok, :fail or :info, not {}",
+                        describe(&n.val)
+                    ),
+                ))
+            }
+            None => return Err(self.err(line, "an operation without :type")),
+        };
+        let kind = match ty.as_str() {
+            "invoke" => Type::Invoke,
+            "ok" => Type::Ok,
+            "fail" => Type::Fail,
+            "info" => Type::Info,
+            _ => {
+                return Err(self.err(
+                    line,
+                    format!("unknown :type :{ty}; expected :invoke, :ok, :fail or :info"),
+                ))
+            }
+        };
+        let proc = match process.map(|n| n.val) {
+            None | Some(Val::Nil) => Proc::Nil,
+            Some(Val::Int(i)) => Proc::Int(i),
+            // :nemesis and other processes that are not clients run no transactions.
+            Some(_) => return Ok(()),
+        };
+        match f.as_ref().map(|n| &n.val) {
+            None => {}
+            Some(Val::Kw(f)) if f == "txn" => {}
+            Some(_) => {
+                self.other_f += 1;
+                return Ok(());
+            }
+        }
+        let time = match &time {
+            None => NO_TIME,
+            Some(n) => self.nat(n, ":time", NO_TIME - 1)?,
+        };
+        let ext = match &index {
+            None => ordinal,
+            Some(n) => self.nat(n, ":index", u64::MAX)?,
+        };
+        if kind == Type::Invoke {
+            if let Some(prev) = self.pending.get(&proc) {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "process {} invokes again before its invocation on line {} completed",
+                        proc.name(),
+                        prev.line
+                    ),
+                ));
+            }
+            self.pending.insert(
+                proc,
+                Invoke {
+                    line,
+                    ext,
+                    time,
+                    value,
+                },
+            );
+            return Ok(());
+        }
+        let Some(inv) = self.pending.remove(&proc) else {
+            return Err(self.err(
+                line,
+                format!(
+                    "a :{ty} completion of process {} that has no invocation before it",
+                    proc.name()
+                ),
+            ));
+        };
+        if time != NO_TIME && inv.time != NO_TIME && time < inv.time {
+            return Err(self.err(
+                line,
+                format!(
+                    "the completion's :time {time} is before its invocation's :time {} (line {})",
+                    inv.time, inv.line
+                ),
+            ));
+        }
+        // A completed transaction says what it read; a failed or indeterminate one is known
+        // only by what it was asked to do (its writes), which its invocation holds.
+        let (status, value, commit) = match kind {
+            Type::Ok => (TxnStatus::Committed, value, time),
+            Type::Fail => (TxnStatus::Aborted, inv.value.or(value), time),
+            _ => (TxnStatus::Unknown, inv.value.or(value), NO_TIME),
+        };
+        let Some(value) = value else {
+            return Err(self.err(line, format!("a :{ty} completion without a :value")));
+        };
+        self.txn(proc, inv.ext, status, inv.time, commit, inv.line, &value)
+    }
+
+    fn key_name(&self, n: &Node) -> Result<String, InputError> {
+        match &n.val {
+            Val::Int(i) => Ok(i.to_string()),
+            Val::Kw(k) | Val::Str(k) => Ok(k.clone()),
+            other => Err(self.err(
+                n.line,
+                format!(
+                    "a key must be an integer, keyword or string, not {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    fn txn(
+        &mut self,
+        proc: Proc,
+        ext: u64,
+        status: TxnStatus,
+        start: u64,
+        commit: u64,
+        line: u64,
+        value: &Node,
+    ) -> Result<(), InputError> {
+        let mops = match &value.val {
+            Val::Vector(v) | Val::List(v) => v,
+            other => {
+                return Err(self.err(
+                    value.line,
+                    format!(
+                        ":value must be a vector of micro-operations, not {}",
+                        describe(other)
+                    ),
+                ))
+            }
+        };
+        // These come from the invocation, where a nil read is one not yet performed.
+        let drop_nil_reads = status != TxnStatus::Committed;
+        let mut t = PTxn::new(ext, status, Location::Line(line));
+        t.start = start;
+        t.commit = commit;
+        for m in mops {
+            let parts = match &m.val {
+                Val::Vector(p) | Val::List(p) => p,
+                other => {
+                    return Err(self.err(
+                        m.line,
+                        format!(
+                            "a micro-operation must be a vector [f key value], not {}",
+                            describe(other)
+                        ),
+                    ))
+                }
+            };
+            if parts.len() != 3 {
+                return Err(self.err(
+                    m.line,
+                    format!(
+                        "a micro-operation is [f key value]; this one has {} elements",
+                        parts.len()
+                    ),
+                ));
+            }
+            let f = match &parts[0].val {
+                Val::Kw(f) => f.as_str(),
+                other => {
+                    return Err(self.err(
+                        parts[0].line,
+                        format!(
+                            "a micro-operation's f must be :r, :w or :append, not {}",
+                            describe(other)
+                        ),
+                    ))
+                }
+            };
+            let name = self.key_name(&parts[1])?;
+            let v = &parts[2];
+            let at = Location::Line(m.line);
+            match f {
+                "w" | "append" => {
+                    let value = self.nat(v, "a written value", u64::MAX)?;
+                    push(&mut self.col, &mut t, &name, OpKind::Write, value, at);
+                }
+                "r" => match &v.val {
+                    Val::Nil if drop_nil_reads => {}
+                    Val::Nil => push(&mut self.col, &mut t, &name, OpKind::ReadInit, 0, at),
+                    Val::Int(_) | Val::Num(_) => {
+                        let value = self.nat(v, "a read value", u64::MAX)?;
+                        push(&mut self.col, &mut t, &name, OpKind::Read, value, at);
+                    }
+                    Val::Vector(items) | Val::List(items) => {
+                        let vals = items
+                            .iter()
+                            .map(|i| self.nat(i, "an element of a read list", u64::MAX))
+                            .collect::<Result<Vec<u64>, _>>()?;
+                        match vals.last() {
+                            None => push(&mut self.col, &mut t, &name, OpKind::ReadInit, 0, at),
+                            Some(&last) => {
+                                push(&mut self.col, &mut t, &name, OpKind::Read, last, at);
+                                let i = (t.ops.len() - 1) as u32;
+                                t.hints.extend(vals.windows(2).map(|w| (i, w[0], w[1])));
+                            }
+                        }
+                    }
+                    other => {
+                        return Err(self.err(
+                            v.line,
+                            format!(
+                            "a read's value must be nil, an integer or a list of integers, not {}",
+                            describe(other)
+                        ),
+                        ))
+                    }
+                },
+                other => {
+                    return Err(self.err(
+                        parts[0].line,
+                        format!("unknown micro-operation :{other}; expected :r, :w or :append"),
+                    ))
+                }
+            }
+        }
+        let s = self.col.session(&proc.name());
+        self.col.push(s, t);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Loaded, InputError> {
+        // Jepsen leaves an operation outstanding when the test ends before it completes: its
+        // outcome is as unknown as an :info's.
+        let mut open: Vec<(Proc, Invoke)> = std::mem::take(&mut self.pending).into_iter().collect();
+        open.sort_by_key(|(_, inv)| inv.line);
+        for (proc, inv) in open {
+            let Some(value) = &inv.value else {
+                return Err(self.err(inv.line, "an :invoke without a :value"));
+            };
+            self.warnings.push(Warning {
+                path: self.path.to_path_buf(),
+                location: Location::Line(inv.line),
+                message: format!(
+                    "the invocation of process {} never completed: read as a transaction with outcome unknown",
+                    proc.name()
+                ),
+            });
+            self.txn(
+                proc,
+                inv.ext,
+                TxnStatus::Unknown,
+                inv.time,
+                NO_TIME,
+                inv.line,
+                value,
+            )?;
+        }
+        if self.other_f > 0 {
+            self.warnings.push(Warning {
+                path: self.path.to_path_buf(),
+                location: Location::Nowhere,
+                message: format!(
+                    "skipped {} client operations whose :f is not :txn",
+                    self.other_f
+                ),
+            });
+        }
+        Ok(Loaded {
+            history: self.col.finish(self.path, false)?,
+            warnings: self.warnings,
+        })
+    }
+}
