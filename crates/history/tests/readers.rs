@@ -543,3 +543,44 @@ fn jsonl_directory_and_cut_lines() {
         "{e}"
     );
 }
+
+#[test]
+fn no_input_makes_a_reader_panic() {
+    // Every prefix and thousands of byte mutations of valid inputs: errors or histories, never a
+    // panic.
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let cobra = Log::new().s(1).w(0x100, 7, 70).c(1).s(2).r(1, 0x100, 7, 70).r(INIT_WRITE_ID, INIT_WRITE_ID, 9, 5).c(2).0;
+    let jsonl = br#"{"session":"a","txn":1,"start":1,"commit":2,"ops":[["w","x",1],["r","y",null]]}
+{"session":"b","txn":2,"status":"aborted","ops":[["r","x",1],["w","y",2]]}
+"#
+    .to_vec();
+    for base in [&cobra, &jsonl] {
+        let mut cases: Vec<Vec<u8>> = (0..base.len()).map(|i| base[..i].to_vec()).collect();
+        for _ in 0..3000 {
+            let mut m = base.clone();
+            for _ in 0..1 + rnd() % 4 {
+                let i = (rnd() % m.len() as u64) as usize;
+                match rnd() % 3 {
+                    0 => m[i] = rnd() as u8,
+                    1 => {
+                        m.remove(i);
+                    }
+                    _ => m.insert(i, b"SWRC{}[]\",:0123456789"[(rnd() % 21) as usize]),
+                }
+            }
+            cases.push(m);
+        }
+        for bytes in cases {
+            let mut b = krait_history::HistoryBuilder::new().with_cobra_claims();
+            let mut keys = Default::default();
+            let _ = cobra::parse_session(&bytes, Path::new("T0.log"), false, &mut b, &mut keys, &mut Vec::new());
+            let _ = jsonl::read(bytes.as_slice(), Path::new("h.jsonl"));
+        }
+    }
+}
