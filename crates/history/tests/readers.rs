@@ -555,7 +555,15 @@ fn no_input_makes_a_reader_panic() {
         seed ^= seed << 17;
         seed
     };
-    let cobra = Log::new().s(1).w(0x100, 7, 70).c(1).s(2).r(1, 0x100, 7, 70).r(INIT_WRITE_ID, INIT_WRITE_ID, 9, 5).c(2).0;
+    let cobra = Log::new()
+        .s(1)
+        .w(0x100, 7, 70)
+        .c(1)
+        .s(2)
+        .r(1, 0x100, 7, 70)
+        .r(INIT_WRITE_ID, INIT_WRITE_ID, 9, 5)
+        .c(2)
+        .0;
     let jsonl = br#"{"session":"a","txn":1,"start":1,"commit":2,"ops":[["w","x",1],["r","y",null]]}
 {"session":"b","txn":2,"status":"aborted","ops":[["r","x",1],["w","y",2]]}
 "#
@@ -579,7 +587,14 @@ fn no_input_makes_a_reader_panic() {
         for bytes in cases {
             let mut b = krait_history::HistoryBuilder::new().with_cobra_claims();
             let mut keys = Default::default();
-            let _ = cobra::parse_session(&bytes, Path::new("T0.log"), false, &mut b, &mut keys, &mut Vec::new());
+            let _ = cobra::parse_session(
+                &bytes,
+                Path::new("T0.log"),
+                false,
+                &mut b,
+                &mut keys,
+                &mut Vec::new(),
+            );
             let _ = jsonl::read(bytes.as_slice(), Path::new("h.jsonl"));
         }
     }

@@ -131,6 +131,9 @@ struct Search<'p> {
     theory_marks: Vec<(usize, usize)>,
     clauses: Vec<Clause>,
     watches: Vec<Vec<(u32, Lit)>>,
+    /// Whether a literal has ever been watched: most edge literals never are, and checking a
+    /// byte here saves a cache miss on the watch list for each propagation.
+    watched: Vec<bool>,
     /// CSR: edges of each literal.
     edge_start: Vec<u32>,
     edges: Vec<(Node, Node)>,
@@ -201,6 +204,7 @@ impl<'p> Search<'p> {
             theory_marks: Vec::new(),
             clauses: Vec::new(),
             watches: vec![Vec::new(); nlits],
+            watched: vec![false; nlits],
             edge_start,
             edges,
             node_lit_start,
@@ -245,6 +249,8 @@ impl<'p> Search<'p> {
         if lits.len() >= 2 {
             self.watches[(!lits[0]).index()].push((id, lits[1]));
             self.watches[(!lits[1]).index()].push((id, lits[0]));
+            self.watched[(!lits[0]).index()] = true;
+            self.watched[(!lits[1]).index()] = true;
         }
         if learnt {
             self.num_learnts += 1;
@@ -285,6 +291,9 @@ impl<'p> Search<'p> {
     }
 
     fn propagate_lit(&mut self, p: Lit) -> Option<u32> {
+        if !self.watched[p.index()] {
+            return None;
+        }
         let false_lit = !p;
         let mut ws = std::mem::take(&mut self.watches[p.index()]);
         let mut i = 0;
@@ -322,6 +331,7 @@ impl<'p> Search<'p> {
                     c.lits.swap(1, k);
                     let nw = c.lits[1];
                     self.watches[(!nw).index()].push((cid, first));
+                    self.watched[(!nw).index()] = true;
                     found = true;
                     break;
                 }
