@@ -546,6 +546,31 @@ fn serial_order(h: &History, b: &Built, remaining: &[u32], chosen: &[bool]) -> V
         .collect()
 }
 
+/// The known edges with these indices, with their labels.
+fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
+    ids.iter()
+        .map(|&e| {
+            (
+                b.edges[e as usize].0,
+                b.edges[e as usize].1,
+                b.labels[e as usize],
+            )
+        })
+        .collect()
+}
+
+/// The cycle that adding `edge` u→v would close: a shortest known path v ⇝ u, then the edge.
+fn closed_cycle(
+    b: &Built,
+    csr: &Csr,
+    edge: (Node, Node, Label),
+) -> Option<Vec<(Node, Node, Label)>> {
+    let (u, v, _) = edge;
+    let mut es = labelled(b, &graph::shortest_path(b.num_nodes, csr, v, u)?);
+    es.push(edge);
+    Some(es)
+}
+
 fn edge_weight(labels: &[Label]) -> impl Fn(u32) -> u32 + '_ {
     move |e| u32::from(labels[e as usize].kind == EdgeKind::Rw)
 }
@@ -578,18 +603,7 @@ fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -
     };
     let other_desc = format!("the other version order ({other_desc}) is impossible");
     for &(u, v, ol) in other {
-        if let Some(path) = graph::shortest_path(b.num_nodes, csr, v, u) {
-            let mut es: Vec<(Node, Node, Label)> = path
-                .iter()
-                .map(|&e| {
-                    (
-                        b.edges[e as usize].0,
-                        b.edges[e as usize].1,
-                        b.labels[e as usize],
-                    )
-                })
-                .collect();
-            es.push((u, v, ol));
+        if let Some(es) = closed_cycle(b, csr, (u, v, ol)) {
             let words = x.path(&es, &|_| None);
             let chain: Vec<String> = words
                 .iter()
@@ -623,16 +637,7 @@ fn cycle_certificate(h: &History, r: &Resolution, b: &Built, _left: &[Node]) -> 
         .collect();
     let cyc = graph::best_cycle(&csr, &comp, cid, &starts, edge_weight(&b.labels), 64)
         .expect("a cycle in an SCC");
-    let es: Vec<(Node, Node, Label)> = cyc
-        .iter()
-        .map(|&e| {
-            (
-                b.edges[e as usize].0,
-                b.edges[e as usize].1,
-                b.labels[e as usize],
-            )
-        })
-        .collect();
+    let es = labelled(b, &cyc);
     let x = cert::Explainer { h, r, b };
     let why = |l: &Label| forced_reason(h, r, b, &csr, l);
     let cycle = x.path(&es, &why);
@@ -682,22 +687,7 @@ fn unsat_certificate(
                 .collect(),
             closes_cycle: es
                 .iter()
-                .find_map(|&(u, v, l)| {
-                    graph::shortest_path(b.num_nodes, &csr, v, u).map(|p| {
-                        let mut es: Vec<(Node, Node, Label)> = p
-                            .iter()
-                            .map(|&e| {
-                                (
-                                    b.edges[e as usize].0,
-                                    b.edges[e as usize].1,
-                                    b.labels[e as usize],
-                                )
-                            })
-                            .collect();
-                        es.push((u, v, l));
-                        x.path(&es, &|_| None)
-                    })
-                })
+                .find_map(|&e| closed_cycle(b, &csr, e).map(|es| x.path(&es, &|_| None)))
                 .unwrap_or_default(),
         };
         constraints.push(CertConstraint {

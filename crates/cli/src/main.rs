@@ -295,25 +295,7 @@ fn demo(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<ExitC
         t.elapsed().as_secs_f64() * 1e3
     );
     println!("checking: krait check {}\n", path.display());
-    let args = CheckArgs {
-        path,
-        format: Some(Format::Jsonl),
-        json: false,
-        strict: false,
-        clock_drift: Duration::from_millis(100),
-        no_combine: false,
-        no_coalesce: false,
-        no_prune: false,
-        prune_rounds: 64,
-        no_order_phase: false,
-        no_theory_propagation: false,
-        solver: SolverArg::Cdcl,
-        timeout: None,
-        timings: true,
-        order: false,
-        dot: None,
-        rss: false,
-    };
+    let args = runcmd::check_args(path);
     check_cmd(&args)
 }
 

@@ -142,7 +142,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_args(path: PathBuf) -> CheckArgs {
+/// `krait check PATH --timings` with every default.
+pub fn check_args(path: PathBuf) -> CheckArgs {
     CheckArgs {
         path,
         format: Some(Format::Jsonl),
