@@ -14,12 +14,16 @@ pub fn verdict_word(v: &Verdict) -> &'static str {
     }
 }
 
-fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
-    let key = e
-        .key
+/// " on KEY" for an edge about a key, else nothing.
+fn on_key(e: &CertEdge) -> String {
+    e.key
         .as_deref()
         .map(|k| format!(" on {k}"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
+    let key = on_key(e);
     let _ = writeln!(
         out,
         "  {:>2}. {} --{}{}--> {}",
@@ -94,11 +98,7 @@ pub fn certificate_text(c: &Certificate) -> String {
         for (i, case) in c.cases.iter().enumerate() {
             let _ = writeln!(out, "  case {}: {}", i + 1, case.choices.join("; "));
             for (j, e) in case.cycle.iter().enumerate() {
-                let key = e
-                    .key
-                    .as_deref()
-                    .map(|k| format!(" on {k}"))
-                    .unwrap_or_default();
+                let key = on_key(e);
                 let _ = writeln!(
                     out,
                     "    {}. {} --{}{}--> {}: {}",
