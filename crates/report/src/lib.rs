@@ -144,11 +144,14 @@ pub fn report_text(r: &Report, timings: bool) -> String {
         }
     }
     let s = &r.stats;
-    let _ = writeln!(
-        out,
-        "\nchecked {} transactions: {} constraints, {} after pruning ({} rounds), {} solver components, {} conflicts",
-        s.txns_checked, s.constraints, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
-    );
+    // A REJECT found by the per-transaction checks never built the graph: no counts to show.
+    if s.txns_checked > 0 {
+        let _ = writeln!(
+            out,
+            "\nchecked {} transactions: {} constraints, {} after pruning ({} rounds), {} solver components, {} conflicts",
+            s.txns_checked, s.constraints, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
+        );
+    }
     if s.unknown_outcome_excluded > 0 {
         let _ = writeln!(
             out,
