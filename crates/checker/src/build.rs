@@ -328,7 +328,7 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
                 } else {
                     Some(node_txn[w[0].1 as usize - 1])
                 };
-                return Err(Box::new(Certificate::lost_update(h, w[0].0, p, t1, t2)));
+                return Err(Box::new(Certificate::lost_update(h, r, w[0].0, p, t1, t2)));
             }
         }
     } else {
@@ -417,22 +417,11 @@ fn chains_and_constraints(
             let i = krmw.partition_point(|r| r.1 < w);
             (i < krmw.len() && krmw[i].1 == w).then(|| krmw[i].2)
         };
-        let has_pred = |w: Node| krmw.iter().any(|r| r.2 == w);
-        let many = krmw.len() > 16;
-        let pred_set: Vec<Node> = if many {
-            let mut p: Vec<Node> = krmw.iter().map(|r| r.2).collect();
-            p.sort_unstable();
-            p
-        } else {
-            Vec::new()
-        };
+        // Writers that succeed another are not chain heads.
+        let mut succeeding: Vec<Node> = krmw.iter().map(|r| r.2).collect();
+        succeeding.sort_unstable();
         for &w in &writers {
-            let pred = if many {
-                pred_set.binary_search(&w).is_ok()
-            } else {
-                has_pred(w)
-            };
-            if pred {
+            if succeeding.binary_search(&w).is_ok() {
                 continue;
             }
             let mut chain = vec![w];

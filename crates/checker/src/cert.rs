@@ -400,12 +400,12 @@ impl Certificate {
 
     pub fn lost_update(
         h: &History,
+        r: &Resolution,
         k: u32,
         from: Option<TxnId>,
         t1: TxnId,
         t2: TxnId,
     ) -> Certificate {
-        let r = krait_history::resolve(h);
         let kn = key_name(h, k);
         let version = match from {
             Some(w) => format!("the version of {kn} written by {}", txn_name(h, w)),
@@ -445,7 +445,7 @@ impl Certificate {
             cycle,
             constraints: Vec::new(),
             cases: Vec::new(),
-            txns: txns(h, &r, &ts),
+            txns: txns(h, r, &ts),
         }
     }
 }

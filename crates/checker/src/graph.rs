@@ -241,14 +241,13 @@ pub fn best_cycle(
 }
 
 /// Shortest path u ⇝ v by BFS (edge indices), if any.
-pub fn shortest_path(n: usize, csr: &Csr, u: Node, v: Node) -> Option<Vec<u32>> {
+pub fn shortest_path(csr: &Csr, u: Node, v: Node) -> Option<Vec<u32>> {
     if u == v {
         return Some(Vec::new());
     }
     let mut parent: std::collections::HashMap<Node, (Node, u32)> = std::collections::HashMap::new();
     let mut queue = std::collections::VecDeque::new();
     queue.push_back(u);
-    let _ = n;
     parent.insert(u, (u, u32::MAX));
     while let Some(x) = queue.pop_front() {
         for &(y, e) in csr.succ(x) {

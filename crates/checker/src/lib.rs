@@ -17,7 +17,7 @@ pub mod realtime;
 pub use cert::{Anomaly, CertConstraint, CertEdge, CertOption, CertTxn, Certificate};
 pub use graph::EdgeKind;
 
-use build::{Built, Constraint, INIT};
+use build::{Built, Constraint};
 use graph::{ChainReach, Csr, Label, Node};
 use krait_history::{History, Resolution, TxnId};
 use krait_solver::{Budget, Engine, Outcome};
@@ -192,9 +192,9 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
     timings.prune = t2.elapsed();
     let remaining = match pruned {
         Ok(rem) => rem,
-        Err(cycle_nodes) => {
+        Err(_) => {
             let t = Instant::now();
-            let cert = cycle_certificate(h, &r, &b, &cycle_nodes);
+            let cert = cycle_certificate(h, &r, &b);
             timings.certificate = t.elapsed();
             return Ok(Report {
                 verdict: Verdict::Reject(Box::new(cert)),
@@ -566,7 +566,7 @@ fn closed_cycle(
     edge: (Node, Node, Label),
 ) -> Option<Vec<(Node, Node, Label)>> {
     let (u, v, _) = edge;
-    let mut es = labelled(b, &graph::shortest_path(b.num_nodes, csr, v, u)?);
+    let mut es = labelled(b, &graph::shortest_path(csr, v, u)?);
     es.push(edge);
     Some(es)
 }
@@ -619,7 +619,7 @@ fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -
     Some(other_desc)
 }
 
-fn cycle_certificate(h: &History, r: &Resolution, b: &Built, _left: &[Node]) -> Certificate {
+fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
     let csr = csr_of(b);
     let (comp, _) = graph::scc(b.num_nodes, &csr);
     // Smallest non-trivial component first: its cycles are the shortest to read.
@@ -794,6 +794,3 @@ fn case_analysis(
     }
     cases
 }
-
-/// The node of the synthetic initial transaction (for tests).
-pub const INIT_NODE: u32 = INIT;

@@ -3,7 +3,7 @@
 //! cycle yields the cycle's literals instead; edges are removed in LIFO order on backtrack, which
 //! never invalidates the order.
 
-use crate::{Lit, Node};
+use crate::Node;
 
 /// Label of an edge that is always present.
 pub(crate) const KNOWN: u32 = u32::MAX;
@@ -221,10 +221,5 @@ impl Acyclic {
         let mut nodes: Vec<Node> = (0..self.n as Node).collect();
         nodes.sort_unstable_by_key(|&x| self.ord[x as usize]);
         nodes
-    }
-
-    #[allow(dead_code)]
-    pub fn label_lit(label: u32) -> Lit {
-        Lit::from_index(label as usize)
     }
 }
