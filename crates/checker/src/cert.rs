@@ -544,6 +544,9 @@ impl Explainer<'_> {
                 ),
                 None => format!("{a} read a version of {kn} that {b} overwrote"),
             },
+            EdgeKind::Carried => {
+                format!("{a} precedes {b} through transactions garbage-collected in earlier rounds")
+            }
         };
         CertEdge {
             from: a,

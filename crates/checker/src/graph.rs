@@ -20,6 +20,8 @@ pub enum EdgeKind {
     Ww,
     /// Read → the write that overwrote the version read (anti-dependency).
     Rw,
+    /// Online mode: an order known through transactions already garbage-collected.
+    Carried,
 }
 
 impl EdgeKind {
@@ -30,6 +32,7 @@ impl EdgeKind {
             EdgeKind::Wr => "wr",
             EdgeKind::Ww => "ww",
             EdgeKind::Rw => "rw",
+            EdgeKind::Carried => "carried",
         }
     }
 }

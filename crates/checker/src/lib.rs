@@ -12,6 +12,7 @@
 pub mod build;
 pub mod cert;
 pub mod graph;
+pub mod online;
 pub mod realtime;
 
 pub use cert::{Anomaly, CertConstraint, CertEdge, CertOption, CertTxn, Certificate};
@@ -156,6 +157,33 @@ impl std::fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
+    run(h, opts, None, false).map(|(r, _)| r)
+}
+
+/// Facts an online round carries over from transactions no longer in its history: `hubs` extra
+/// nodes (stand-ins for garbage-collected paths with many ends) and known edges between
+/// transactions (their [`TxnId`] in the round's history) and hubs (`HUB | index`).
+#[derive(Clone, Debug, Default)]
+pub struct Carried {
+    pub hubs: u32,
+    pub edges: Vec<(u32, u32)>,
+}
+
+/// Marks a hub in [`Carried::edges`].
+pub const HUB: u32 = 1 << 31;
+
+/// The graph an accepted check ended with, for garbage collection.
+pub(crate) struct Final {
+    pub b: Built,
+    pub remaining: Vec<u32>,
+}
+
+pub(crate) fn run(
+    h: &History,
+    opts: &Options,
+    carried: Option<&Carried>,
+    want_final: bool,
+) -> Result<(Report, Option<Final>), CheckError> {
     let t0 = Instant::now();
     let r = krait_history::resolve(h);
     let mut timings = Timings {
@@ -169,16 +197,39 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
         Ok(b) => b,
         Err(cert) => {
             timings.graph = t1.elapsed();
-            return Ok(Report {
-                verdict: Verdict::Reject(cert),
-                stats,
-                timings,
-                order: None,
-            });
+            return Ok((
+                Report {
+                    verdict: Verdict::Reject(cert),
+                    stats,
+                    timings,
+                    order: None,
+                },
+                None,
+            ));
         }
     };
     if let Some(drift) = opts.strict {
         stats.realtime_edges = realtime::add_edges(h, &mut b, drift)?;
+    }
+    let first_hub = b.num_nodes as Node;
+    if let Some(c) = carried {
+        b.num_nodes += c.hubs as usize;
+        let map = |x: u32| -> Option<Node> {
+            if x & HUB != 0 {
+                Some(first_hub + (x & !HUB))
+            } else {
+                let n = b.txn_node[x as usize];
+                (n != u32::MAX).then_some(n)
+            }
+        };
+        let label = Label::fact(EdgeKind::Carried, graph::NO_KEY);
+        for &(u, v) in &c.edges {
+            if let (Some(x), Some(y)) = (map(u), map(v)) {
+                b.edges.push((x, y));
+                b.labels.push(label);
+            }
+        }
+        b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
     }
     stats.txns_checked = b.node_txn.len();
     stats.unknown_outcome_excluded = b.excluded_unknown;
@@ -196,12 +247,15 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
             let t = Instant::now();
             let cert = cycle_certificate(h, &r, &b);
             timings.certificate = t.elapsed();
-            return Ok(Report {
-                verdict: Verdict::Reject(Box::new(cert)),
-                stats,
-                timings,
-                order: None,
-            });
+            return Ok((
+                Report {
+                    verdict: Verdict::Reject(Box::new(cert)),
+                    stats,
+                    timings,
+                    order: None,
+                },
+                None,
+            ));
         }
     };
     stats.constraints_after_prune = remaining.len();
@@ -214,30 +268,40 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
             let order = opts
                 .want_order
                 .then(|| serial_order(h, &b, &remaining, &chosen));
-            Ok(Report {
-                verdict: Verdict::Accept,
-                stats,
-                timings,
-                order,
-            })
+            let fin = want_final.then_some(Final { b, remaining });
+            Ok((
+                Report {
+                    verdict: Verdict::Accept,
+                    stats,
+                    timings,
+                    order,
+                },
+                fin,
+            ))
         }
         Solved::Unsat(core) => {
             let t = Instant::now();
             let cert = unsat_certificate(h, &r, &b, &remaining, &core);
             timings.certificate = t.elapsed();
-            Ok(Report {
-                verdict: Verdict::Reject(Box::new(cert)),
+            Ok((
+                Report {
+                    verdict: Verdict::Reject(Box::new(cert)),
+                    stats,
+                    timings,
+                    order: None,
+                },
+                None,
+            ))
+        }
+        Solved::Unknown(reason) => Ok((
+            Report {
+                verdict: Verdict::Unknown { reason },
                 stats,
                 timings,
                 order: None,
-            })
-        }
-        Solved::Unknown(reason) => Ok(Report {
-            verdict: Verdict::Unknown { reason },
-            stats,
-            timings,
-            order: None,
-        }),
+            },
+            None,
+        )),
     }
 }
 

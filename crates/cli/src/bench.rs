@@ -74,6 +74,39 @@ enum BenchCmd {
         #[arg(long, default_value = "twitter")]
         workload: String,
     },
+    /// Online verification capacity (the paper's Figure 10): per round size, transactions per
+    /// second of round time, transactions held, and peak memory.
+    Online {
+        /// Histories (default: scaling/chengRM-100000 and scaling/twitter-100000).
+        paths: Vec<PathBuf>,
+        #[arg(long)]
+        data: Option<PathBuf>,
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1000,2500,5000,10000,20000,40000"
+        )]
+        round_sizes: Vec<usize>,
+    },
+    /// An endless generated BlindW stream with fences, checked online in rounds: memory and
+    /// speed at checkpoints (flat memory is the point).
+    Stream {
+        #[arg(long, default_value_t = 10_000_000)]
+        txns: usize,
+        #[arg(long, default_value_t = 20_000)]
+        round_size: usize,
+        #[arg(long, default_value = "blindw-rm")]
+        workload: String,
+        #[arg(long, default_value_t = 10_000)]
+        keys: u64,
+        #[arg(long, default_value_t = 24)]
+        sessions: usize,
+        #[arg(long, default_value_t = 20)]
+        fence_every: usize,
+        /// Print a line every this many transactions.
+        #[arg(long, default_value_t = 1_000_000)]
+        every: usize,
+    },
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: PathBuf },
@@ -107,8 +140,215 @@ fn mb(bytes: f64) -> String {
     format!("{:.0}", bytes / (1 << 20) as f64)
 }
 
+fn current_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn bench_online(paths: Vec<PathBuf>, data: Option<PathBuf>, sizes: &[usize]) -> anyhow::Result<()> {
+    let paths = if paths.is_empty() {
+        let d =
+            find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
+        vec![
+            d.join("scaling/chengRM-100000"),
+            d.join("scaling/twitter-100000"),
+        ]
+    } else {
+        paths
+    };
+    println!(
+        "{:<20} {:>7} {:>7} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>8}",
+        "history",
+        "round",
+        "rounds",
+        "txns",
+        "ms/round",
+        "txn/s",
+        "check ms",
+        "gc ms",
+        "max live",
+        "RSS MB"
+    );
+    for p in paths {
+        let mut best: (f64, usize) = (0.0, 0);
+        for &n in sizes {
+            let out = Command::new(self_exe()?)
+                .arg("check")
+                .arg(&p)
+                .args(["--round-size", &n.to_string(), "--json", "--rss"])
+                .output()?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .with_context(|| format!("krait check {} --round-size {n}", p.display()))?;
+            let rounds = v["rounds"].as_array().cloned().unwrap_or_default();
+            // Full rounds only: the last one is whatever was left.
+            let full: Vec<&serde_json::Value> = rounds
+                .iter()
+                .filter(|r| r["new"].as_u64().unwrap_or(0) as usize >= n)
+                .collect();
+            let use_rounds: Vec<&serde_json::Value> = if full.is_empty() {
+                rounds.iter().collect()
+            } else {
+                full
+            };
+            let sum = |f: &str| -> f64 {
+                use_rounds
+                    .iter()
+                    .map(|r| r[f].as_f64().unwrap_or(0.0))
+                    .sum()
+            };
+            let (new, ms) = (sum("new"), sum("time"));
+            let rate = new / (ms / 1e3);
+            let k = use_rounds.len().max(1) as f64;
+            let max_live = rounds
+                .iter()
+                .map(|r| r["checked"].as_u64().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+            if rate > best.0 {
+                best = (rate, n);
+            }
+            println!(
+                "{:<20} {:>7} {:>7} {:>9} {:>10.1} {:>10.0} {:>9.1} {:>9.1} {:>8} {:>8} {}",
+                name_of(&p),
+                n,
+                rounds.len(),
+                v["txns"],
+                ms / k,
+                rate,
+                sum("check_time") / k,
+                sum("gc_time") / k,
+                max_live,
+                mb(v["peak_rss_bytes"].as_f64().unwrap_or(0.0)),
+                v["verdict"].as_str().unwrap_or("?")
+            );
+        }
+        println!(
+            "{:<20} capacity {:.0} txn/s (round size {})",
+            name_of(&p),
+            best.0,
+            best.1
+        );
+    }
+    Ok(())
+}
+
+fn bench_stream(
+    txns: usize,
+    round_size: usize,
+    workload: &str,
+    keys: u64,
+    sessions: usize,
+    fence_every: usize,
+    every: usize,
+) -> anyhow::Result<ExitCode> {
+    use krait_checker::online::{Online, OnlineOptions, TxnIn};
+    use krait_workloads::{BlindW, BlindWStream};
+    let base = match workload {
+        "blindw-rm" => BlindW::rm(txns),
+        "blindw-rw" => BlindW::rw(txns),
+        "blindw-wm" => BlindW::wm(txns),
+        w => anyhow::bail!("unknown workload {w:?}"),
+    };
+    let p = BlindW {
+        keys,
+        sessions,
+        fence_every: Some(fence_every),
+        timestamps: false,
+        ..base
+    };
+    let mut on = Online::new(OnlineOptions::default());
+    let mut key_ids: Vec<u32> = (0..keys).map(|i| on.key(&format!("k{i}"))).collect();
+    key_ids.push(on.key(krait_history::NATIVE_FENCE_KEY));
+    for s in 0..sessions {
+        on.session(&format!("s{s}"))?;
+    }
+    println!(
+        "{:>11} {:>8} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "txns", "secs", "txn/s", "live", "rounds", "deleted", "RSS MB"
+    );
+    let t0 = Instant::now();
+    let mut last = (Instant::now(), 0usize);
+    for (i, t) in BlindWStream::new(&p).take(txns).enumerate() {
+        on.push(TxnIn {
+            session: t.session as u32,
+            ext: t.ext,
+            status: krait_history::TxnStatus::Committed,
+            start: t.start,
+            commit: t.commit,
+            ops: t
+                .ops
+                .iter()
+                .map(|&(k, key, v)| (k, key_ids[key as usize], v))
+                .collect(),
+            claims: Vec::new(),
+        })?;
+        if (i + 1) % round_size == 0 {
+            on.round()?;
+            if on.verdict().is_some() {
+                break;
+            }
+        }
+        if (i + 1) % every == 0 || i + 1 == txns {
+            let secs = last.0.elapsed().as_secs_f64();
+            println!(
+                "{:>11} {:>8.1} {:>10.0} {:>9} {:>9} {:>9} {:>9}",
+                i + 1,
+                t0.elapsed().as_secs_f64(),
+                (i + 1 - last.1) as f64 / secs,
+                on.live(),
+                on.rounds(),
+                on.deleted_total(),
+                mb(current_rss_bytes().unwrap_or(0) as f64)
+            );
+            last = (Instant::now(), i + 1);
+        }
+    }
+    on.finish()?;
+    let verdict = match on.verdict() {
+        None => "ACCEPT".to_string(),
+        Some(r) => format!("{:?}", r.verdict.certificate().map(|c| c.anomaly)),
+    };
+    println!(
+        "verdict {verdict}; peak RSS {} MB; {:.1} s",
+        mb(crate::peak_rss_bytes().unwrap_or(0) as f64),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(if on.verdict().is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     match a.what {
+        BenchCmd::Online {
+            paths,
+            data,
+            round_sizes,
+        } => {
+            bench_online(paths, data, &round_sizes)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCmd::Stream {
+            txns,
+            round_size,
+            workload,
+            keys,
+            sessions,
+            fence_every,
+            every,
+        } => bench_stream(
+            txns,
+            round_size,
+            &workload,
+            keys,
+            sessions,
+            fence_every,
+            every,
+        ),
         BenchCmd::Solver {
             sizes,
             constraints_per_txn,

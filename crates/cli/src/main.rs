@@ -2,6 +2,7 @@
 //! 2 bad input or usage, 3 UNKNOWN (solver budget exhausted).
 
 mod bench;
+mod online;
 mod runcmd;
 
 use anyhow::Context;
@@ -62,6 +63,9 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Follow logs that are still being written (native JSON Lines or Cobra) and check them in
+    /// rounds, garbage-collecting what no future transaction can affect.
+    Watch(online::WatchArgs),
     /// Benchmarks that print tables (load speed, one-shot checking, technique ablations).
     Bench(bench::BenchArgs),
 }
@@ -114,6 +118,13 @@ pub struct CheckArgs {
     /// Report peak memory (for benchmarks).
     #[arg(long, hide = true)]
     pub rss: bool,
+    /// Check in rounds of N transactions (online mode, with garbage collection), printing a
+    /// line per round.
+    #[arg(long)]
+    pub round_size: Option<usize>,
+    /// Online mode: keep every transaction (no garbage collection).
+    #[arg(long)]
+    pub no_gc: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -240,6 +251,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cmd::Run(r) => runcmd::run(r),
+        Cmd::Watch(w) => online::watch(&w),
         Cmd::Bench(b) => bench::run(b),
     }
 }
@@ -369,6 +381,9 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 pub fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
+    if let Some(n) = a.round_size {
+        return online::check_rounds(a, n);
+    }
     let spinner = progress_spinner();
     let t = Instant::now();
     let loaded = match load(&a.path, a.format) {
@@ -435,7 +450,7 @@ pub fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn write_dot(cert: &krait_checker::Certificate, path: &Path) -> anyhow::Result<()> {
+pub fn write_dot(cert: &krait_checker::Certificate, path: &Path) -> anyhow::Result<()> {
     let dot = krait_report::certificate_dot(cert);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("dot");
     if ext == "svg" || ext == "png" {

@@ -162,6 +162,8 @@ pub fn check_args(path: PathBuf) -> CheckArgs {
         order: false,
         dot: None,
         rss: false,
+        round_size: None,
+        no_gc: false,
     }
 }
 

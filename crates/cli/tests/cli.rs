@@ -181,3 +181,78 @@ fn elle_list_append_orders_versions() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["anomaly"], "G0", "{v}");
 }
+
+/// `krait watch` follows the logs while `krait run` is still writing them (SQLite, 4 clients,
+/// fences every 20 transactions): rounds run as transactions arrive, old transactions are
+/// garbage-collected, and the verdict is ACCEPT.
+#[test]
+fn watch_follows_a_live_run() {
+    let dir = tmp("live-run");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = tmp("live-run.sqlite");
+    let _ = std::fs::remove_file(&db);
+    let watcher = krait()
+        .arg("watch")
+        .arg(&dir)
+        .args([
+            "--format",
+            "jsonl",
+            "--idle-exit",
+            "3s",
+            "--interval",
+            "100ms",
+        ])
+        .args(["--sessions", "4", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = krait()
+        .arg("run")
+        .arg("--store")
+        .arg(format!("sqlite:{}", db.display()))
+        .args([
+            "--workload",
+            "blindw-rm",
+            "--clients",
+            "4",
+            "--txns",
+            "6000",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = watcher.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "ACCEPT");
+    let rounds = v["rounds"].as_array().unwrap();
+    assert!(rounds.len() >= 2, "several rounds while the run went on");
+    // Every transaction the run logged (workload, fences, aborted attempts) was checked.
+    let logged: usize = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            std::fs::read_to_string(e.unwrap().path())
+                .unwrap()
+                .lines()
+                .count()
+        })
+        .sum();
+    assert_eq!(v["txns"].as_u64().unwrap() as usize, logged);
+    assert!(v["deleted"].as_u64().unwrap() > 0, "garbage collection ran");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&db);
+}

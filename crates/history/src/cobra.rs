@@ -71,6 +71,11 @@ fn looks_timestamped(b: &[u8]) -> bool {
     !b.is_empty() && !walk(b, false) && walk(b, true)
 }
 
+/// [`looks_timestamped`] for the start of a file still being written.
+pub(crate) fn looks_timestamped_prefix(b: &[u8]) -> bool {
+    looks_timestamped(b)
+}
+
 pub struct Loaded {
     pub history: History,
     pub warnings: Vec<Warning>,

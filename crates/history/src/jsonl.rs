@@ -122,6 +122,90 @@ fn repair(text: &str) -> Option<(String, &'static str)> {
         .map(|_| (attempt, "aborted"))
 }
 
+/// A line cut short, completed as the one-shot reader would (outcome unknown or aborted).
+pub(crate) fn repair_line(text: &str) -> Option<String> {
+    repair(text).map(|(fixed, _)| fixed)
+}
+
+/// One complete line of a log being followed.
+pub(crate) fn parse_stream_line(
+    text: &str,
+    path: &Path,
+    at: Location,
+    keys: &mut dyn crate::stream::Keys,
+) -> Result<crate::stream::StreamTxn, InputError> {
+    let l: LineIn = serde_json::from_str(text)
+        .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
+    let status = parse_status(l.status.as_deref(), path, at)?;
+    let mut ops = Vec::with_capacity(l.ops.len());
+    for (i, (kind, key, value)) in l.ops.iter().enumerate() {
+        let k = keys.key(&key.to_key());
+        ops.push(parse_op(i, kind, k, *value, path, at)?);
+    }
+    if let (Some(s), Some(c)) = (l.start, l.commit) {
+        if c < s {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("commit time {c} is before start time {s}"),
+            ));
+        }
+    }
+    Ok(crate::stream::StreamTxn {
+        session: l.session.to_key().into_owned(),
+        ext: l.txn,
+        status,
+        start: l.start.unwrap_or(NO_TIME),
+        commit: l.commit.unwrap_or(NO_TIME),
+        ops,
+        claims: Vec::new(),
+    })
+}
+
+fn parse_status(s: Option<&str>, path: &Path, at: Location) -> Result<TxnStatus, InputError> {
+    Ok(match s {
+        None | Some("committed") | Some("ok") => TxnStatus::Committed,
+        Some("aborted") | Some("fail") => TxnStatus::Aborted,
+        Some("unknown") | Some("info") => TxnStatus::Unknown,
+        Some(other) => {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("bad status {other:?}; expected committed, aborted or unknown"),
+            ))
+        }
+    })
+}
+
+fn parse_op(
+    i: usize,
+    kind: &str,
+    k: KeyId,
+    value: Option<u64>,
+    path: &Path,
+    at: Location,
+) -> Result<(OpKind, KeyId, u64), InputError> {
+    Ok(match (kind, value) {
+        ("w", Some(v)) => (OpKind::Write, k, v),
+        ("w", None) => {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("op {i}: a write needs a value"),
+            ))
+        }
+        ("r", Some(v)) => (OpKind::Read, k, v),
+        ("r", None) => (OpKind::ReadInit, k, 0),
+        (other, _) => {
+            return Err(InputError::new(
+                path,
+                at,
+                format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\""),
+            ))
+        }
+    })
+}
+
 pub fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
     let mut b = HistoryBuilder::new();
     let mut sessions: Vec<(String, Vec<Pending>)> = Vec::new();
@@ -240,18 +324,7 @@ fn parse_line(
     sessions: &mut Vec<(String, Vec<Pending>)>,
     session_index: &mut HashMap<String, usize>,
 ) -> Result<(), InputError> {
-    let status = match l.status.as_deref() {
-        None | Some("committed") | Some("ok") => TxnStatus::Committed,
-        Some("aborted") | Some("fail") => TxnStatus::Aborted,
-        Some("unknown") | Some("info") => TxnStatus::Unknown,
-        Some(other) => {
-            return Err(InputError::new(
-                path,
-                at,
-                format!("bad status {other:?}; expected committed, aborted or unknown"),
-            ))
-        }
-    };
+    let status = parse_status(l.status.as_deref(), path, at)?;
     let mut ops = Vec::with_capacity(l.ops.len());
     for (i, (kind, key, value)) in l.ops.iter().enumerate() {
         let k = b.key(&key.to_key());
@@ -259,25 +332,7 @@ fn parse_line(
             *fence = Some(k);
             b.set_fence_key(k);
         }
-        let op = match (kind.as_ref(), value) {
-            ("w", Some(v)) => (OpKind::Write, k, *v),
-            ("w", None) => {
-                return Err(InputError::new(
-                    path,
-                    at,
-                    format!("op {i}: a write needs a value"),
-                ))
-            }
-            ("r", Some(v)) => (OpKind::Read, k, *v),
-            ("r", None) => (OpKind::ReadInit, k, 0),
-            (other, _) => {
-                return Err(InputError::new(
-                    path,
-                    at,
-                    format!("op {i}: bad op kind {other:?}; expected \"r\" or \"w\""),
-                ))
-            }
-        };
+        let op = parse_op(i, kind, k, *value, path, at)?;
         ops.push(op);
     }
     let sname = l.session.to_key().into_owned();

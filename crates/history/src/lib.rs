@@ -14,6 +14,7 @@ pub mod jsonl;
 pub mod model;
 pub mod polysi;
 pub mod resolve;
+pub mod stream;
 pub mod xxh64;
 
 pub use error::{InputError, Location, Warning};

@@ -179,6 +179,11 @@ impl HistoryBuilder {
         b.h.session_txns.push(0);
         b
     }
+    /// Starts from a key table the caller owns (ops then name keys by these ids).
+    pub fn with_keys(mut self, keys: Vec<String>) -> Self {
+        self.h.keys = keys;
+        self
+    }
     pub fn with_cobra_claims(mut self) -> Self {
         self.h.cobra = Some(CobraClaims::default());
         self

@@ -224,6 +224,7 @@ pub fn certificate_dot(c: &Certificate) -> String {
             krait_checker::EdgeKind::Wr => ("darkgreen", "solid"),
             krait_checker::EdgeKind::Session => ("gray40", "dotted"),
             krait_checker::EdgeKind::RealTime => ("orange", "dotted"),
+            krait_checker::EdgeKind::Carried => ("purple", "dashed"),
         };
         let key = e
             .key

@@ -93,124 +93,177 @@ impl BlindW {
     }
 }
 
-struct PendingTxn {
-    ext: u64,
-    start: u64,
-    commit: u64,
-    ops: Vec<(OpKind, KeyId, u64)>,
+/// One transaction of a generated stream: keys are indices (`keys` is the fence key).
+#[derive(Clone, Debug)]
+pub struct GenTxn {
+    pub session: usize,
+    pub ext: u64,
+    pub start: u64,
+    pub commit: u64,
+    pub ops: Vec<(OpKind, u32, u64)>,
 }
 
-/// Runs a BlindW workload on the simulated store.
-pub fn blindw(p: &BlindW) -> History {
-    let mut rng = Rng::new(p.seed);
-    let mut b = HistoryBuilder::new();
-    let keys: Vec<KeyId> = (0..p.keys).map(|i| b.key(&format!("k{i}"))).collect();
-    let fence_key = b.key(NATIVE_FENCE_KEY);
-    b.set_fence_key(fence_key);
-    // Committed versions per key: (commit sequence number, value). Value 0 is never written.
-    let mut versions: Vec<Vec<(u64, u64)>> = vec![Vec::new(); p.keys as usize + 1];
-    let mut sessions: Vec<Vec<PendingTxn>> = (0..p.sessions).map(|_| Vec::new()).collect();
-    let mut session_count = vec![0usize; p.sessions];
-    let mut next_value = 1u64;
-    // Recent write transactions: their (key, value written, value before) triples.
-    let mut recent: std::collections::VecDeque<Vec<(usize, u64, Option<u64>)>> = Default::default();
-    let mut seq = 0u64;
-    let read_at = |versions: &Vec<Vec<(u64, u64)>>, k: usize, snap: u64| -> Option<u64> {
-        let v = &versions[k];
+/// BlindW on the simulated store as an endless stream in commit order, in memory that does not
+/// grow with its length (only recent versions of each key are kept).
+pub struct BlindWStream {
+    p: BlindW,
+    rng: Rng,
+    /// Committed versions per key: (commit sequence number, value). Value 0 is never written.
+    versions: Vec<std::collections::VecDeque<(u64, u64)>>,
+    last_commit: Vec<Option<u64>>,
+    session_count: Vec<usize>,
+    next_value: u64,
+    /// Recent write transactions: their (key, value written, value before) triples.
+    recent: std::collections::VecDeque<Vec<(usize, u64, Option<u64>)>>,
+    seq: u64,
+}
+
+impl BlindWStream {
+    pub fn new(p: &BlindW) -> BlindWStream {
+        BlindWStream {
+            p: p.clone(),
+            rng: Rng::new(p.seed),
+            versions: vec![Default::default(); p.keys as usize + 1],
+            last_commit: vec![None; p.sessions],
+            session_count: vec![0; p.sessions],
+            next_value: 1,
+            recent: Default::default(),
+            seq: 0,
+        }
+    }
+
+    fn read_at(&self, k: usize, snap: u64) -> Option<u64> {
+        let v = &self.versions[k];
         let i = v.partition_point(|&(s, _)| s <= snap);
         (i > 0).then(|| v[i - 1].1)
-    };
-    for _ in 0..p.txns {
-        let s = rng.below(p.sessions as u64) as usize;
-        seq += 1;
-        let n = session_count[s];
-        session_count[s] += 1;
-        let ext = seq;
+    }
+
+    fn install(&mut self, k: usize, value: u64) {
+        let v = &mut self.versions[k];
+        v.push_back((self.seq, value));
+        // Snapshots lag by at most max_lag, stale reads by 50 more.
+        let horizon = self.seq.saturating_sub(self.p.max_lag as u64 + 64);
+        while v.len() > 1 && v[1].0 <= horizon {
+            v.pop_front();
+        }
+    }
+}
+
+impl Iterator for BlindWStream {
+    type Item = GenTxn;
+    fn next(&mut self) -> Option<GenTxn> {
+        let p = &self.p;
+        let (keys, fence_key) = (p.keys, p.keys as u32);
+        let s = self.rng.below(p.sessions as u64) as usize;
+        self.seq += 1;
+        let seq = self.seq;
+        let n = self.session_count[s];
+        self.session_count[s] += 1;
         let unit = p.ns_per_txn.max(10);
         let now = seq * unit;
         let mut ops = Vec::with_capacity(p.ops_per_txn);
         let is_fence = p.fence_every.is_some_and(|f| n % f == f - 1);
         let mut start = now - unit / 2;
         if is_fence {
-            let v = read_at(&versions, p.keys as usize, seq);
-            ops.push(match v {
+            ops.push(match self.read_at(keys as usize, seq) {
                 Some(v) => (OpKind::Read, fence_key, v),
                 None => (OpKind::ReadInit, fence_key, 0),
             });
-            ops.push((OpKind::Write, fence_key, next_value));
-            versions[p.keys as usize].push((seq, next_value));
-            next_value += 1;
-        } else if rng.chance(p.read_only) {
+            let v = self.next_value;
+            ops.push((OpKind::Write, fence_key, v));
+            self.install(keys as usize, v);
+            self.next_value += 1;
+        } else if self.rng.chance(p.read_only) {
             // The snapshot may lag, but never behind this session's previous transaction.
-            let prev = sessions[s].last().map(|t| t.commit / unit).unwrap_or(0);
-            let lag = rng.below(p.max_lag as u64 + 1);
+            let prev = self.last_commit[s].map(|c| c / unit).unwrap_or(0);
+            let lag = self.rng.below(p.max_lag as u64 + 1);
             let snap = seq.saturating_sub(lag).max(prev);
             start = snap * unit + 1;
             let mut picked: Vec<u64> = Vec::with_capacity(p.ops_per_txn);
             while picked.len() < p.ops_per_txn {
-                let k = rng.below(p.keys);
+                let k = self.rng.below(keys);
                 if !picked.contains(&k) {
                     picked.push(k);
                 }
             }
-            if p.fractured_reads > 0.0 && !recent.is_empty() && rng.chance(p.fractured_reads) {
+            if p.fractured_reads > 0.0
+                && !self.recent.is_empty()
+                && self.rng.chance(p.fractured_reads)
+            {
                 // See the first write of a recent transaction and miss its second.
-                let w = &recent[rng.below(recent.len() as u64) as usize];
+                let w = &self.recent[self.rng.below(self.recent.len() as u64) as usize];
                 let (k0, v0, _) = w[0];
                 let (k1, _, before) = w[1];
                 picked.retain(|&k| k as usize != k0 && k as usize != k1);
                 picked.truncate(p.ops_per_txn.saturating_sub(2));
-                ops.push((OpKind::Read, keys[k0], v0));
+                ops.push((OpKind::Read, k0 as u32, v0));
                 ops.push(match before {
-                    Some(v) => (OpKind::Read, keys[k1], v),
-                    None => (OpKind::ReadInit, keys[k1], 0),
+                    Some(v) => (OpKind::Read, k1 as u32, v),
+                    None => (OpKind::ReadInit, k1 as u32, 0),
                 });
             }
             for k in picked {
                 let mut at = snap;
-                if p.stale_reads > 0.0 && rng.chance(p.stale_reads) {
-                    at = snap.saturating_sub(1 + rng.below(50));
+                if p.stale_reads > 0.0 && self.rng.chance(p.stale_reads) {
+                    at = snap.saturating_sub(1 + self.rng.below(50));
                 }
-                ops.push(match read_at(&versions, k as usize, at) {
-                    Some(v) => (OpKind::Read, keys[k as usize], v),
-                    None => (OpKind::ReadInit, keys[k as usize], 0),
+                ops.push(match self.read_at(k as usize, at) {
+                    Some(v) => (OpKind::Read, k as u32, v),
+                    None => (OpKind::ReadInit, k as u32, 0),
                 });
             }
         } else {
             let mut picked: Vec<u64> = Vec::with_capacity(p.ops_per_txn);
             while picked.len() < p.ops_per_txn {
-                let k = rng.below(p.keys);
+                let k = self.rng.below(keys);
                 if !picked.contains(&k) {
                     picked.push(k);
                 }
             }
             let mut written = Vec::with_capacity(picked.len());
             for k in picked {
-                let before = versions[k as usize].last().map(|v| v.1);
-                ops.push((OpKind::Write, keys[k as usize], next_value));
-                versions[k as usize].push((seq, next_value));
-                written.push((k as usize, next_value, before));
-                next_value += 1;
+                let before = self.versions[k as usize].back().map(|v| v.1);
+                let v = self.next_value;
+                ops.push((OpKind::Write, k as u32, v));
+                self.install(k as usize, v);
+                written.push((k as usize, v, before));
+                self.next_value += 1;
             }
             if written.len() >= 2 {
-                recent.push_back(written);
-                if recent.len() > 32 {
-                    recent.pop_front();
+                self.recent.push_back(written);
+                if self.recent.len() > 32 {
+                    self.recent.pop_front();
                 }
             }
         }
-        sessions[s].push(PendingTxn {
-            ext,
+        self.last_commit[s] = Some(now + 100);
+        Some(GenTxn {
+            session: s,
+            ext: seq,
             start,
             commit: now + 100,
             ops,
-        });
+        })
+    }
+}
+
+/// Runs a BlindW workload on the simulated store.
+pub fn blindw(p: &BlindW) -> History {
+    let mut b = HistoryBuilder::new();
+    let mut keys: Vec<KeyId> = (0..p.keys).map(|i| b.key(&format!("k{i}"))).collect();
+    let fence_key = b.key(NATIVE_FENCE_KEY);
+    b.set_fence_key(fence_key);
+    keys.push(fence_key);
+    let mut sessions: Vec<Vec<GenTxn>> = (0..p.sessions).map(|_| Vec::new()).collect();
+    for t in BlindWStream::new(p).take(p.txns) {
+        sessions[t.session].push(t);
     }
     for (s, txns) in sessions.into_iter().enumerate() {
         b.begin_session(format!("s{s}"));
         for t in txns {
             for (kind, k, v) in t.ops {
-                b.op(kind, k, v).expect("generated write values are unique");
+                b.op(kind, keys[k as usize], v)
+                    .expect("generated write values are unique");
             }
             let (start, commit) = if p.timestamps {
                 (t.start, t.commit)

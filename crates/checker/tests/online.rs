@@ -1,0 +1,394 @@
+//! Online mode: rounds, epochs and garbage collection keep the one-shot verdict.
+
+mod common;
+
+use common::Rng;
+use krait_checker::online::{replay, Online, OnlineOptions, TxnIn};
+use krait_checker::{check, Options, Verdict};
+use krait_history::{History, SimpleTxn, TxnStatus, NATIVE_FENCE_KEY};
+
+/// A fence as the collector issues it: read the fence key, write the next value.
+fn fence(session: usize, id: u64, read: Option<u64>, write: u64) -> SimpleTxn {
+    let t = SimpleTxn::new(session, id);
+    let t = match read {
+        Some(v) => t.r(NATIVE_FENCE_KEY, v),
+        None => t.r0(NATIVE_FENCE_KEY),
+    };
+    t.w(NATIVE_FENCE_KEY, write)
+}
+
+fn push_all(on: &mut Online, txns: &[SimpleTxn]) {
+    for t in txns {
+        let ops = t
+            .ops
+            .iter()
+            .map(|(k, key, v)| (*k, on.key(key), *v))
+            .collect();
+        let s = on.session(&format!("s{}", t.session)).unwrap();
+        on.push(TxnIn {
+            session: s,
+            ext: t.id,
+            status: t.status,
+            start: t.start,
+            commit: t.commit,
+            ops,
+            claims: Vec::new(),
+        })
+        .unwrap();
+    }
+}
+
+/// The paper's §4.3 example. T3 is superseded, but it lies on a cycle with T1 and T2 through
+/// both sides of an undecided constraint, so it must stay: T7 and T8 later decide those
+/// constraints and close T1 ⇝ T4 → T3 → T1.
+#[test]
+fn paper_unsafe_deletion_example() {
+    // Sessions: s0 = T1 T4, s1 = T3 T6, s2 = T2 T5; then two fences each (epochs 1..6).
+    let old = vec![
+        SimpleTxn::new(0, 1).w("d", 1).w("a", 1),
+        SimpleTxn::new(2, 2).w("d", 2).w("a", 2),
+        SimpleTxn::new(1, 3).r("a", 2).w("b", 3),
+        SimpleTxn::new(0, 4).w("b", 4).w("c", 4),
+        SimpleTxn::new(2, 5).r("b", 3).w("c", 5),
+        SimpleTxn::new(1, 6).w("b", 6),
+        fence(0, 101, None, 1001),
+        fence(1, 102, Some(1001), 1002),
+        fence(2, 103, Some(1002), 1003),
+        fence(0, 104, Some(1003), 1004),
+        fence(1, 105, Some(1004), 1005),
+        fence(2, 106, Some(1005), 1006),
+    ];
+    let future = vec![
+        SimpleTxn::new(0, 7).r("d", 1),
+        SimpleTxn::new(1, 8).r("c", 5),
+    ];
+    let mut on = Online::new(OnlineOptions::default());
+    push_all(&mut on, &old);
+    let st = on.round().unwrap().expect("a round ran");
+    assert!(on.verdict().is_none(), "the old part alone is serializable");
+    assert_eq!(st.epoch_agree, 4);
+    assert!(
+        on.last_superseded.contains(&3),
+        "T3 is superseded: {:?}",
+        on.last_superseded
+    );
+    assert!(!on.last_deleted.contains(&3), "T3 must not be deleted");
+    assert!(on.is_live(3));
+    // T1, T2 (writers of d that a future read may name) are in the frontier: never deleted.
+    assert!(on.is_live(1) && on.is_live(2));
+
+    push_all(&mut on, &future);
+    on.round().unwrap().expect("a second round ran");
+    let report = on.verdict().expect("the second round rejects");
+    let cert = report.verdict.certificate().expect("a certificate");
+    let names: Vec<&str> = cert.cycle.iter().map(|e| e.from.as_str()).collect();
+    for t in ["T1", "T3", "T4"] {
+        assert!(names.contains(&t), "cycle {names:?} lacks {t}");
+    }
+    // The one-shot check of the whole history agrees.
+    let all: Vec<SimpleTxn> = old.iter().chain(&future).cloned().collect();
+    let h = krait_history::build_history(&all).unwrap();
+    assert!(check(&h, &Options::default()).unwrap().verdict.is_reject());
+}
+
+/// Without fences nothing is ever old: rounds still give the one-shot verdict, nothing is
+/// deleted.
+#[test]
+fn no_fences_no_deletion() {
+    let txns = vec![
+        SimpleTxn::new(0, 1).w("x", 1),
+        SimpleTxn::new(1, 2).r("x", 1).w("y", 2),
+        SimpleTxn::new(0, 3).r("y", 2),
+    ];
+    let h = krait_history::build_history(&txns).unwrap();
+    let on = replay(&h, OnlineOptions::default(), 1, |st, _| {
+        assert_eq!(st.deleted, 0)
+    })
+    .unwrap();
+    assert!(on.verdict().is_none());
+    assert_eq!(on.live(), 3);
+}
+
+/// A read that waits for a writer from a session that lags behind is not a violation.
+#[test]
+fn reads_wait_for_lagging_writers() {
+    let mut on = Online::new(OnlineOptions::default());
+    push_all(&mut on, &[SimpleTxn::new(0, 1).r("x", 5)]);
+    assert!(on.round().unwrap().is_none(), "nothing can be admitted yet");
+    assert_eq!(on.waiting(), 1);
+    push_all(&mut on, &[SimpleTxn::new(1, 2).w("x", 5)]);
+    let st = on.round().unwrap().unwrap();
+    assert_eq!(st.new, 2);
+    assert!(on.verdict().is_none());
+}
+
+/// A read of a write that never comes is rejected when the stream ends.
+#[test]
+fn read_of_nobody_at_the_end() {
+    let mut on = Online::new(OnlineOptions::default());
+    push_all(&mut on, &[SimpleTxn::new(0, 1).r("x", 5)]);
+    on.finish().unwrap();
+    let r = on.verdict().expect("rejected");
+    assert_eq!(
+        r.verdict.certificate().unwrap().anomaly,
+        krait_checker::Anomaly::ReadOfNobody
+    );
+}
+
+/// A read naming a write that garbage collection deleted, by a transaction that arrives later:
+/// the writer was not in the frontier, so the read is stale, and it is rejected.
+#[test]
+fn stale_read_of_a_deleted_write_is_rejected() {
+    // s0: W(x,1), then W(x,2) by the same session: T1 is superseded by T2 on x.
+    let mut txns = vec![
+        SimpleTxn::new(0, 1).w("x", 1),
+        SimpleTxn::new(0, 2).w("x", 2),
+    ];
+    let mut prev = None;
+    let mut id = 100;
+    for round in 0..3 {
+        for s in 0..2 {
+            id += 1;
+            txns.push(fence(s, id, prev, id));
+            prev = Some(id);
+        }
+        let _ = round;
+    }
+    let mut on = Online::new(OnlineOptions::default());
+    push_all(&mut on, &txns);
+    on.round().unwrap().unwrap();
+    assert!(on.verdict().is_none());
+    assert!(
+        on.last_deleted.contains(&1),
+        "T1 deleted: {:?}",
+        on.last_deleted
+    );
+    assert!(!on.is_live(1) && on.is_live(2));
+    // Now a new transaction reads x = 1: a stale read.
+    push_all(&mut on, &[SimpleTxn::new(1, 9).r("x", 1)]);
+    on.finish().unwrap();
+    assert!(on.verdict().is_some_and(|r| r.verdict.is_reject()));
+    // The one-shot check of everything agrees.
+    txns.push(SimpleTxn::new(1, 9).r("x", 1));
+    let h = krait_history::build_history(&txns).unwrap();
+    assert!(check(&h, &Options::default()).unwrap().verdict.is_reject());
+}
+
+/// Random histories with fences: sessions run transactions on a serial store, some reads go
+/// stale (so about half are not serializable), fences every few transactions per session.
+fn random_fenced(r: &mut Rng) -> History {
+    let nsessions = 2 + r.below(3) as usize;
+    let keys = 2 + r.below(4);
+    let n = 10 + r.below(50);
+    let fence_every = 2 + r.below(3);
+    let stale = r.below(40);
+    // Some histories read any version at all: cycles through old transactions get common.
+    let chaos = r.chance(30);
+    let mut versions: Vec<Vec<u64>> = vec![Vec::new(); keys as usize];
+    let mut fence_val: Option<u64> = None;
+    let mut next = 1u64;
+    let mut per_session = vec![0u64; nsessions];
+    let mut txns = Vec::new();
+    for i in 0..n {
+        let s = r.below(nsessions as u64) as usize;
+        per_session[s] += 1;
+        if per_session[s].is_multiple_of(fence_every) {
+            let v = next;
+            next += 1;
+            txns.push(fence(s, 10_000 + i, fence_val, v));
+            fence_val = Some(v);
+            continue;
+        }
+        let mut t = SimpleTxn::new(s, 1 + i);
+        let mut own: Vec<Option<u64>> = vec![None; keys as usize];
+        for _ in 0..1 + r.below(3) {
+            let k = r.below(keys);
+            let key = format!("k{k}");
+            if r.chance(55) {
+                if own[k as usize].is_some() {
+                    continue;
+                }
+                let vs = &versions[k as usize];
+                let v = if chaos {
+                    let j = r.below(vs.len() as u64 + 1) as usize;
+                    vs.get(j).copied()
+                } else if r.chance(stale) && !vs.is_empty() {
+                    // Mostly a recent version: old ones are what garbage collection drops.
+                    let back = 1 + r.below(3.min(vs.len() as u64 + 1)) as usize;
+                    let j = vs.len() + 1 - back.min(vs.len() + 1);
+                    if j == 0 && r.chance(50) {
+                        None
+                    } else {
+                        vs.get(j.saturating_sub(1)).copied()
+                    }
+                } else {
+                    vs.last().copied()
+                };
+                t = match v {
+                    Some(v) => t.r(&key, v),
+                    None => t.r0(&key),
+                };
+            } else {
+                own[k as usize] = Some(next);
+                t = t.w(&key, next);
+                next += 1;
+            }
+        }
+        let status = if r.chance(4) {
+            TxnStatus::Aborted
+        } else {
+            TxnStatus::Committed
+        };
+        if status == TxnStatus::Committed {
+            for (k, v) in own.iter().enumerate() {
+                if let Some(v) = v {
+                    versions[k].push(*v);
+                }
+            }
+        }
+        txns.push(t.status(status));
+    }
+    krait_history::build_history(&txns).unwrap()
+}
+
+/// Old transactions on a serial store, then two fences per session, then late read-only
+/// transactions that read any version at all: they decide constraints among old transactions,
+/// which is exactly what deleting the wrong superseded transaction would hide.
+fn random_late_reads(r: &mut Rng) -> History {
+    let nsessions = 2 + r.below(3) as usize;
+    let keys = 2 + r.below(3);
+    let mut versions: Vec<Vec<u64>> = vec![Vec::new(); keys as usize];
+    let mut next = 1u64;
+    let mut txns = Vec::new();
+    let mut id = 0;
+    for _ in 0..4 + r.below(10) {
+        id += 1;
+        let s = r.below(nsessions as u64) as usize;
+        let mut t = SimpleTxn::new(s, id);
+        let mut own = vec![false; keys as usize];
+        for _ in 0..1 + r.below(3) {
+            let k = r.below(keys);
+            let key = format!("k{k}");
+            if r.chance(40) && !own[k as usize] {
+                let vs = &versions[k as usize];
+                let v = if r.chance(10) {
+                    vs.get(r.below(vs.len() as u64 + 1) as usize).copied()
+                } else {
+                    vs.last().copied()
+                };
+                t = match v {
+                    Some(v) => t.r(&key, v),
+                    None => t.r0(&key),
+                };
+            } else if !own[k as usize] {
+                own[k as usize] = true;
+                versions[k as usize].push(next);
+                t = t.w(&key, next);
+                next += 1;
+            }
+        }
+        txns.push(t);
+    }
+    let mut fv = None;
+    for _ in 0..2 {
+        for s in 0..nsessions {
+            id += 1;
+            txns.push(fence(s, id, fv, 100_000 + id));
+            fv = Some(100_000 + id);
+        }
+    }
+    for _ in 0..1 + r.below(4) {
+        id += 1;
+        let s = r.below(nsessions as u64) as usize;
+        let mut t = SimpleTxn::new(s, id);
+        for k in 0..keys {
+            if r.chance(60) {
+                let vs = &versions[k as usize];
+                let key = format!("k{k}");
+                // One of the last two versions: both may still be in the frontier.
+                let back = r.below(2) as usize;
+                t = match vs.len().checked_sub(1 + back).map(|j| vs[j]) {
+                    Some(v) => t.r(&key, v),
+                    None => t.r0(&key),
+                };
+            }
+        }
+        txns.push(t);
+    }
+    krait_history::build_history(&txns).unwrap()
+}
+
+fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
+    let base = OnlineOptions::default();
+    let mut no_prune = base.clone();
+    no_prune.check.prune = false;
+    let mut polygraph = base.clone();
+    polygraph.check.combine = false;
+    polygraph.check.coalesce = false;
+    polygraph.check.prune = false;
+    let mut no_gc = base.clone();
+    no_gc.gc = false;
+    let mut tiny = base.clone();
+    tiny.hub_cap = 1;
+    tiny.frontier_limit = 2;
+    vec![
+        ("default", base),
+        ("no-prune", no_prune),
+        ("polygraph", polygraph),
+        ("no-gc", no_gc),
+        ("hub-cap-1", tiny),
+    ]
+}
+
+#[test]
+fn online_verdict_equals_one_shot_on_random_fenced_histories() {
+    let mut r = Rng(0x5eed_0001);
+    let sets = option_sets();
+    let mut deleted = 0u64;
+    let mut rejects = 0;
+    let count = 3000;
+    for i in 0..count {
+        let h = if i % 2 == 0 {
+            random_fenced(&mut r)
+        } else {
+            random_late_reads(&mut r)
+        };
+        let truth = check(&h, &Options::default()).unwrap().verdict;
+        assert!(!matches!(truth, Verdict::Unknown { .. }));
+        if truth.is_reject() {
+            rejects += 1;
+        }
+        for &round in &[1usize, 3, 8, 1000] {
+            for (name, o) in &sets {
+                if i % 3 == 2 && *name != "default" {
+                    continue;
+                }
+                let on = replay(&h, o.clone(), round, |_, _| {}).unwrap();
+                let online_reject = on.verdict().is_some_and(|r| r.verdict.is_reject());
+                assert_eq!(
+                    online_reject,
+                    truth.is_reject(),
+                    "history {i}, round size {round}, {name}: online {} one-shot {}\n{h:?}",
+                    if online_reject { "REJECT" } else { "ACCEPT" },
+                    if truth.is_reject() {
+                        "REJECT"
+                    } else {
+                        "ACCEPT"
+                    },
+                );
+                if *name == "default" {
+                    deleted += on_deleted(&on);
+                }
+            }
+        }
+    }
+    assert!(
+        rejects > count / 5 && rejects < count * 9 / 10,
+        "{rejects} rejects"
+    );
+    assert!(deleted > 1000, "garbage collection hardly ran: {deleted}");
+}
+
+fn on_deleted(on: &Online) -> u64 {
+    on.deleted_total()
+}
