@@ -44,6 +44,9 @@ pub enum Anomaly {
     /// A read of a value that no transaction wrote (or only a later write of the reader).
     #[serde(rename = "read-of-unwritten")]
     ReadOfNobody,
+    /// Online mode: a read of a write that garbage collection had deleted as superseded.
+    #[serde(rename = "stale-read")]
+    StaleRead,
     /// The log's claims about a read contradict the write it names.
     #[serde(rename = "garbage-read")]
     GarbageRead,
@@ -74,6 +77,7 @@ impl Anomaly {
             Anomaly::OwnWriteNotSeen => "own write not seen",
             Anomaly::ReadOfNobody => "read of a value nobody wrote",
             Anomaly::GarbageRead => "garbage read",
+            Anomaly::StaleRead => "stale read (of a superseded write)",
             Anomaly::Unsatisfiable => "unsatisfiable constraints (no acyclic version order)",
         }
     }

@@ -58,6 +58,9 @@ pub struct OnlineOptions {
     pub frontier_limit: usize,
     /// Largest node count for which carried edges are reduced (bitsets: n² bits).
     pub reduce_cap: usize,
+    /// Admit at most this many transactions a round (0: no limit), drawn from the sessions in
+    /// turn; a reader is admitted only with the writers it names.
+    pub max_admit: usize,
 }
 
 impl Default for OnlineOptions {
@@ -68,6 +71,7 @@ impl Default for OnlineOptions {
             hub_cap: 8,
             frontier_limit: 64,
             reduce_cap: 40_000,
+            max_admit: 0,
         }
     }
 }
@@ -133,6 +137,8 @@ impl std::fmt::Display for OnlineError {
 impl std::error::Error for OnlineError {}
 
 const NONE: u32 = u32::MAX;
+/// How many deleted writes are remembered for stale-read certificates (about 10 MB).
+const DELETED_MEMORY: usize = 1 << 18;
 
 struct Live {
     t: TxnIn,
@@ -192,6 +198,11 @@ pub struct Online {
     /// `--verbose` output).
     pub last_superseded: Vec<u64>,
     pub last_deleted: Vec<u64>,
+    /// Writes of recently deleted transactions → (writer, round), so that a later read of one
+    /// is rejected at once as stale (older ones fall out: such a read then waits for a writer
+    /// that never comes, and is rejected when the logs end).
+    deleted_writes: FxHashMap<(KeyId, u64), (u64, u64)>,
+    deleted_fifo: VecDeque<(KeyId, u64)>,
     /// Collect nothing until this many sessions are known (watch mode: sessions announce
     /// themselves with their first transaction).
     pub min_sessions: usize,
@@ -223,6 +234,8 @@ impl Online {
             last_superseded: Vec::new(),
             last_deleted: Vec::new(),
             min_sessions: 0,
+            deleted_writes: FxHashMap::default(),
+            deleted_fifo: VecDeque::new(),
         }
     }
 
@@ -327,12 +340,16 @@ impl Online {
         self.verdict.as_ref()
     }
 
-    /// Admits everything still waiting and runs a last round.
-    pub fn finish(&mut self) -> Result<Option<RoundStats>, OnlineError> {
+    /// Admits everything still waiting and runs the last rounds.
+    pub fn finish(&mut self) -> Result<Vec<RoundStats>, OnlineError> {
         for s in &mut self.sessions {
             s.closed = true;
         }
-        self.round_inner(true)
+        let mut out = Vec::new();
+        while let Some(st) = self.round_inner(true)? {
+            out.push(st);
+        }
+        Ok(out)
     }
 
     /// Runs a round over what has arrived; None when nothing could be admitted or a verdict
@@ -353,12 +370,14 @@ impl Online {
                         continue;
                     }
                     let mut block = after_blocked;
-                    if !block {
+                    // An aborted transaction's reads mean nothing: they never wait.
+                    if !block && q.t.status != TxnStatus::Aborted {
                         for &(kind, k, v) in &q.t.ops {
                             if kind != OpKind::Read {
                                 continue;
                             }
                             match self.writes.get(&(k, v)) {
+                                None if self.deleted_writes.contains_key(&(k, v)) => {}
                                 None => {
                                     let overdue = self.sweep >= q.sweep + 2
                                         && !self.provisional.contains(&(k, v));
@@ -383,6 +402,67 @@ impl Online {
             }
             if !changed {
                 return blocked;
+            }
+        }
+    }
+
+    /// How many transactions to admit from the front of each session's queue.
+    fn admission(&self, blocked: &std::collections::HashSet<u64>) -> Vec<usize> {
+        let ready: Vec<usize> = self
+            .sessions
+            .iter()
+            .map(|s| {
+                s.queue
+                    .iter()
+                    .take_while(|q| !blocked.contains(&q.seq))
+                    .count()
+            })
+            .collect();
+        let total: usize = ready.iter().sum();
+        let cap = self.opts.max_admit;
+        if cap == 0 || total <= cap {
+            return ready;
+        }
+        // Round robin up to the cap, then drop readers whose queued writers were left out
+        // (and what follows them in their sessions) until that holds.
+        let mut take = vec![0usize; ready.len()];
+        let mut left = cap;
+        while left > 0 {
+            for (t, &r) in take.iter_mut().zip(&ready) {
+                if *t < r && left > 0 {
+                    *t += 1;
+                    left -= 1;
+                }
+            }
+        }
+        loop {
+            let picked: std::collections::HashSet<u64> = self
+                .sessions
+                .iter()
+                .zip(&take)
+                .flat_map(|(s, &t)| s.queue.iter().take(t).map(|q| q.seq))
+                .collect();
+            let mut changed = false;
+            for (si, s) in self.sessions.iter().enumerate() {
+                for (i, q) in s.queue.iter().take(take[si]).enumerate() {
+                    let misses = q.t.ops.iter().any(|&(kind, k, v)| {
+                        kind == OpKind::Read
+                            && matches!(self.writes.get(&(k, v)), Some(Writer::Queued(w)) if !picked.contains(w))
+                    });
+                    if misses {
+                        take[si] = i;
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+            if !changed {
+                // Readers and writers that name each other across the cap: take them all.
+                return if take.iter().all(|&t| t == 0) {
+                    ready
+                } else {
+                    take
+                };
             }
         }
     }
@@ -433,15 +513,13 @@ impl Online {
             return Ok(None);
         }
         self.round += 1;
+        let take = self.admission(&blocked);
         // Admit, in session order.
         let mut admitted_fences: Vec<u32> = Vec::new();
         let mut new_ids: Vec<Vec<u32>> = vec![Vec::new(); self.sessions.len()];
         let mut new = 0;
         for si in 0..self.sessions.len() {
-            while let Some(q) = self.sessions[si].queue.front() {
-                if blocked.contains(&q.seq) {
-                    break;
-                }
+            for _ in 0..take[si] {
                 let q = self.sessions[si].queue.pop_front().unwrap();
                 let fence = self.is_fence_txn(&q.t);
                 let id = self.alloc(Live {
@@ -503,6 +581,23 @@ impl Online {
             }
         }
         let h = b.finish();
+        if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
+            self.verdict = Some(Report {
+                verdict: Verdict::Reject(Box::new(cert)),
+                stats: Default::default(),
+                timings: Default::default(),
+                order: None,
+            });
+            return Ok(Some(RoundStats {
+                round: self.round,
+                new,
+                checked: h.num_txns(),
+                live: self.live_count,
+                waiting: self.waiting(),
+                time: t0.elapsed(),
+                ..Default::default()
+            }));
+        }
         let carried = Carried {
             hubs: self.hubs,
             edges: self
@@ -837,7 +932,15 @@ impl Online {
             let l = self.slab[id as usize].take().unwrap();
             for &(kind, k, v) in &l.t.ops {
                 if kind == OpKind::Write {
-                    self.writes.remove(&(k, v));
+                    // Reads of aborted writes are G1a, not stale: they just find no writer.
+                    if self.writes.remove(&(k, v)).is_some() && l.t.status != TxnStatus::Aborted {
+                        self.deleted_writes.insert((k, v), (l.t.ext, self.round));
+                        self.deleted_fifo.push_back((k, v));
+                        if self.deleted_fifo.len() > DELETED_MEMORY {
+                            let old = self.deleted_fifo.pop_front().unwrap();
+                            self.deleted_writes.remove(&old);
+                        }
+                    }
                     if Some(k) == self.fence_key {
                         self.fence_epoch.remove(&v);
                     }
@@ -875,6 +978,46 @@ impl Online {
             }
         }
         count
+    }
+
+    /// A newly admitted read of a write that an earlier round deleted.
+    fn stale_read(
+        &self,
+        h: &krait_history::History,
+        new_ids: &[Vec<u32>],
+        slab_txn: &[u32],
+    ) -> Option<crate::Certificate> {
+        for &id in new_ids.iter().flatten() {
+            let l = self.slab[id as usize].as_ref().unwrap();
+            // Aborted reads mean nothing; an unknown outcome's only if someone read from it,
+            // which the round's check decides.
+            if l.t.status != TxnStatus::Committed {
+                continue;
+            }
+            for &(kind, k, v) in &l.t.ops {
+                if kind != OpKind::Read || self.writes.contains_key(&(k, v)) {
+                    continue;
+                }
+                let Some(&(writer, round)) = self.deleted_writes.get(&(k, v)) else {
+                    continue;
+                };
+                let r = krait_history::resolve(h);
+                let t = slab_txn[id as usize];
+                let key = &self.keys[k as usize];
+                return Some(crate::Certificate {
+                    anomaly: crate::Anomaly::StaleRead,
+                    summary: format!(
+                        "T{} read {key} = {v}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so T{} read a version already overwritten before it began",
+                        l.t.ext, l.t.ext
+                    ),
+                    cycle: Vec::new(),
+                    constraints: Vec::new(),
+                    cases: Vec::new(),
+                    txns: vec![crate::cert::describe_txn(h, &r, t)],
+                });
+            }
+        }
+        None
     }
 
     /// Whether the transaction with this external id is held.
@@ -1130,7 +1273,7 @@ pub fn replay(
             }
         }
     }
-    if let Some(st) = on.finish()? {
+    for st in on.finish()? {
         each(&st, &on);
     }
     Ok(on)

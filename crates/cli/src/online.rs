@@ -24,6 +24,9 @@ pub struct WatchArgs {
     /// written (a session that starts late would void the epoch guarantee).
     #[arg(long, default_value_t = 0)]
     pub sessions: usize,
+    /// At most this many transactions a round (a backlog is checked in several rounds).
+    #[arg(long, default_value_t = 20_000)]
+    pub max_round: usize,
 }
 
 pub fn online_options(a: &CheckArgs) -> OnlineOptions {
@@ -171,7 +174,10 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
     };
     let mut follower = Follower::new(&a.path, fmt)?;
-    let mut on = Online::new(online_options(a));
+    let mut on = Online::new(OnlineOptions {
+        max_admit: w.max_round,
+        ..online_options(a)
+    });
     on.min_sessions = w.sessions;
     on.set_cobra_claims(follower.format == StreamFormat::Cobra);
     let mut out = Out {
@@ -225,9 +231,17 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 })?;
             }
             on.next_sweep(polled.provisional.into_iter().collect());
-            let st = if ending { on.finish()? } else { on.round()? };
-            if let Some(st) = st {
+            // A backlog takes several rounds.
+            while let Some(st) = on.round()? {
                 out.round(&st);
+                if on.verdict().is_some() {
+                    return Ok(());
+                }
+            }
+            if ending {
+                for st in on.finish()? {
+                    out.round(&st);
+                }
             }
             Ok(())
         })();
