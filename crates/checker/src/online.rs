@@ -206,6 +206,8 @@ pub struct Online {
     /// Collect nothing until this many sessions are known (watch mode: sessions announce
     /// themselves with their first transaction).
     pub min_sessions: usize,
+    /// Collect nothing while set (watch mode: a log file has not named its session yet).
+    pub hold_gc: bool,
 }
 
 impl Online {
@@ -234,6 +236,7 @@ impl Online {
             last_superseded: Vec::new(),
             last_deleted: Vec::new(),
             min_sessions: 0,
+            hold_gc: false,
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
         }
@@ -489,7 +492,7 @@ impl Online {
     }
 
     fn agree(&self) -> u32 {
-        if self.sessions.len() < self.min_sessions {
+        if self.hold_gc || self.sessions.len() < self.min_sessions {
             return 0;
         }
         let mut agree = u32::MAX - 2;

@@ -21,7 +21,8 @@ pub struct WatchArgs {
     #[arg(long, value_parser = crate::parse_duration)]
     pub idle_exit: Option<Duration>,
     /// How many client sessions to expect: nothing is garbage-collected before all have
-    /// written (a session that starts late would void the epoch guarantee).
+    /// written (a session that starts late would void the epoch guarantee). Files in a
+    /// followed directory count on their own: collection waits until each has a transaction.
     #[arg(long, default_value_t = 0)]
     pub sessions: usize,
     /// At most this many transactions a round (a backlog is checked in several rounds).
@@ -231,6 +232,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 })?;
             }
             on.next_sweep(polled.provisional.into_iter().collect());
+            on.hold_gc = follower.silent_files() > 0;
             // A backlog takes several rounds.
             while let Some(st) = on.round()? {
                 out.round(&st);

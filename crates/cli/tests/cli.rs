@@ -256,3 +256,45 @@ fn watch_follows_a_live_run() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&db);
 }
+
+/// In `watch`, a read of a value no log holds is rejected once every log has been read through
+/// twice more without it (no need to wait for the end).
+#[test]
+fn watch_rejects_a_read_of_nobody_without_waiting_for_the_end() {
+    let p = tmp("watch-nobody.jsonl");
+    std::fs::write(
+        &p,
+        "{\"session\":\"a\",\"txn\":1,\"ops\":[[\"w\",\"x\",1]]}\n{\"session\":\"b\",\"txn\":2,\"ops\":[[\"r\",\"x\",7]]}\n",
+    )
+    .unwrap();
+    let mut child = krait()
+        .arg("watch")
+        .arg(&p)
+        .args(["--interval", "50ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("watch did not reject");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{out}");
+    assert!(out.contains("read of a value nobody wrote"), "{out}");
+    let _ = std::fs::remove_file(&p);
+}

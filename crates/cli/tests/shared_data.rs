@@ -168,3 +168,89 @@ fn switches_agree_on_shared_histories() {
         }
     }
 }
+
+/// Online mode on the paper's scaling histories: rounds of several sizes accept, and garbage
+/// collection keeps only a small part of the history.
+#[test]
+fn scaling_histories_accept_online() {
+    use krait_checker::online::{replay, OnlineOptions};
+    let Some(d) = data() else { return };
+    for name in ["scaling/chengRM-100000", "scaling/twitter-100000"] {
+        let h = krait_history::load(&d.join(name), None).unwrap().history;
+        for round in [5_000, 30_000] {
+            let mut max_live = 0;
+            let on = replay(&h, OnlineOptions::default(), round, |st, _| {
+                max_live = max_live.max(st.live)
+            })
+            .unwrap();
+            assert!(on.verdict().is_none(), "{name} round {round}");
+            assert!(
+                on.deleted_total() > h.num_txns() as u64 / 3,
+                "{name} round {round}: {} deleted",
+                on.deleted_total()
+            );
+            assert!(max_live < h.num_txns() * 2 / 3, "{name}: {max_live} live");
+        }
+    }
+}
+
+/// `krait watch` on Cobra logs that are still being written: the files of chengRM-100000 are
+/// copied in pieces cut at arbitrary bytes (mid-record), while watch follows the directory.
+#[test]
+fn watch_follows_cobra_logs_being_written() {
+    let Some(d) = data() else { return };
+    let src = d.join("scaling/chengRM-100000");
+    let dst = std::env::temp_dir().join(format!("krait-watch-cobra-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dst);
+    std::fs::create_dir_all(&dst).unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (dst.join(p.file_name().unwrap()), bytes)
+        })
+        .collect();
+    // Every file exists (empty) before watch starts, as a client would create it.
+    for (p, _) in &files {
+        std::fs::write(p, b"").unwrap();
+    }
+    let watcher = std::process::Command::new(env!("CARGO_BIN_EXE_krait"))
+        .arg("watch")
+        .arg(&dst)
+        .args(["--interval", "30ms", "--idle-exit", "2s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    let steps = 25;
+    for step in 1..=steps {
+        for (i, (p, bytes)) in files.iter().enumerate() {
+            // Cut points differ per file and step, and land inside records.
+            let at = |s: usize| match s {
+                0 => 0,
+                s if s == steps => bytes.len(),
+                s => (bytes.len() * s / steps + 7 * i + 3 * s).min(bytes.len()),
+            };
+            let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+            f.write_all(&bytes[at(step - 1)..at(step)]).unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(40));
+    }
+    let out = watcher.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "ACCEPT");
+    assert_eq!(v["txns"], 103_763);
+    assert!(v["rounds"].as_array().unwrap().len() >= 5);
+    assert!(v["deleted"].as_u64().unwrap() > 50_000);
+    let _ = std::fs::remove_dir_all(&dst);
+}

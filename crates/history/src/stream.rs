@@ -25,7 +25,7 @@ pub struct StreamTxn {
 }
 
 /// What a poll found.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Polled {
     pub txns: Vec<StreamTxn>,
     /// (key, value) of writes in records not finished yet.
@@ -49,6 +49,8 @@ struct Tail {
     line: u64,
     /// Cobra: timestamped variant, once known.
     ts: Option<bool>,
+    /// Transactions this file has given so far.
+    txns: u64,
 }
 
 impl Tail {
@@ -59,6 +61,7 @@ impl Tail {
             buf: Vec::new(),
             line: 0,
             ts: None,
+            txns: 0,
         }
     }
     fn read_more(&mut self) -> Result<bool, InputError> {
@@ -157,6 +160,7 @@ impl Follower {
         self.discover(&mut out)?;
         for i in 0..self.tails.len() {
             self.tails[i].read_more()?;
+            let before = out.txns.len();
             match self.format {
                 StreamFormat::Jsonl => jsonl_take(&mut self.tails[i], keys, &mut out)?,
                 StreamFormat::Cobra => {
@@ -164,8 +168,14 @@ impl Follower {
                     cobra_take(t, &mut self.cobra_keys, keys, &mut out, self.ending)?
                 }
             }
+            self.tails[i].txns += (out.txns.len() - before) as u64;
         }
         Ok(out)
+    }
+
+    /// Files found that have not given a transaction yet: their sessions are not known yet.
+    pub fn silent_files(&self) -> usize {
+        self.tails.iter().filter(|t| t.txns == 0).count()
     }
 
     /// The logs ended for good: an unfinished last record is a client that stopped. Returns

@@ -1,0 +1,186 @@
+//! Following logs that are still being written: records cut anywhere, errors with file and
+//! line or offset.
+
+use krait_history::stream::{Follower, Keys, StreamFormat};
+use krait_history::{KeyId, OpKind, SimpleTxn, TxnStatus};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Default)]
+struct Table {
+    ids: HashMap<String, KeyId>,
+    names: Vec<String>,
+    fence: Option<KeyId>,
+}
+
+impl Keys for Table {
+    fn key(&mut self, name: &str) -> KeyId {
+        if let Some(&k) = self.ids.get(name) {
+            return k;
+        }
+        let k = self.names.len() as KeyId;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), k);
+        k
+    }
+    fn fence_key(&mut self, k: KeyId) {
+        self.fence = Some(k);
+    }
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("krait-stream-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn append(p: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[test]
+fn jsonl_line_cut_anywhere() {
+    let p = tmp("cut.jsonl");
+    let line = br#"{"session":"a","txn":1,"ops":[["w","x",5],["r","y",null]],"status":"committed"}
+"#;
+    append(&p, &line[..30]);
+    let mut keys = Table::default();
+    let mut f = Follower::new(&p, None).unwrap();
+    assert_eq!(f.format, StreamFormat::Jsonl);
+    let got = f.poll(&mut keys).unwrap();
+    assert!(got.txns.is_empty());
+    // Up to the end of the write op, as the collector logs it before sending the write.
+    let cut = line.windows(2).position(|w| w == b"5]").unwrap() + 2;
+    append(&p, &line[30..cut]);
+    let got = f.poll(&mut keys).unwrap();
+    assert!(got.txns.is_empty());
+    // The write is logged (before it was sent): a reader may have seen it already.
+    assert_eq!(got.provisional, vec![(keys.ids["x"], 5)]);
+    append(&p, &line[cut..]);
+    let got = f.poll(&mut keys).unwrap();
+    assert_eq!(got.txns.len(), 1);
+    let t = &got.txns[0];
+    assert_eq!(
+        (t.session.as_str(), t.ext, t.status),
+        ("a", 1, TxnStatus::Committed)
+    );
+    assert_eq!(
+        t.ops,
+        vec![
+            (OpKind::Write, keys.ids["x"], 5),
+            (OpKind::ReadInit, keys.ids["y"], 0)
+        ]
+    );
+    assert!(got.provisional.is_empty());
+}
+
+#[test]
+fn jsonl_errors_name_file_and_line() {
+    let p = tmp("bad.jsonl");
+    append(&p, b"{\"session\":\"a\",\"txn\":1,\"ops\":[]}\n");
+    let mut keys = Table::default();
+    let mut f = Follower::new(&p, None).unwrap();
+    assert_eq!(f.poll(&mut keys).unwrap().txns.len(), 1);
+    append(
+        &p,
+        b"{\"session\":\"a\",\"txn\":2,\"ops\":[[\"x\",\"k\",1]]}\n",
+    );
+    let e = f.poll(&mut keys).unwrap_err().to_string();
+    assert!(
+        e.ends_with("bad.jsonl: line 2: op 0: bad op kind \"x\"; expected \"r\" or \"w\""),
+        "{e}"
+    );
+    // A log that shrinks was replaced or truncated under us.
+    let p = tmp("shrink.jsonl");
+    append(&p, b"{\"session\":\"a\",\"txn\":1,\"ops\":[]}\n");
+    let mut f = Follower::new(&p, None).unwrap();
+    f.poll(&mut keys).unwrap();
+    std::fs::write(&p, b"").unwrap();
+    let e = f.poll(&mut keys).unwrap_err().to_string();
+    assert!(e.contains("shrank"), "{e}");
+}
+
+#[test]
+fn jsonl_cut_last_line_recovered_at_the_end() {
+    let p = tmp("end.jsonl");
+    append(
+        &p,
+        b"{\"session\":\"a\",\"txn\":1,\"ops\":[[\"w\",\"x\",5]],\"status\":\"committed\"}\n{\"session\":\"a\",\"txn\":2,\"ops\":[[\"w\",\"x\",6]]",
+    );
+    let mut keys = Table::default();
+    let mut f = Follower::new(&p, None).unwrap();
+    assert_eq!(f.poll(&mut keys).unwrap().txns.len(), 1);
+    let (got, warnings) = f.finish(&mut keys).unwrap();
+    assert_eq!(got.txns.len(), 1);
+    // Ops closed means COMMIT was sent: the outcome is unknown.
+    assert_eq!(got.txns[0].status, TxnStatus::Unknown);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("end.jsonl: line 2: the last line is cut short"));
+}
+
+#[test]
+fn cobra_logs_fed_a_byte_at_a_time() {
+    let txns = vec![
+        SimpleTxn::new(0, 1).w("x", 1).w("y", 2),
+        SimpleTxn::new(0, 2).r("x", 1).w("x", 3),
+        SimpleTxn::new(1, 3).r("y", 2).r0("z"),
+        SimpleTxn::new(1, 4).r("x", 3),
+    ];
+    let h = krait_history::build_history(&txns).unwrap();
+    let src = tmp("cobra-src");
+    krait_history::cobra::write_dir(&h, &src, false).unwrap();
+    let dst = tmp("cobra-dst");
+    std::fs::create_dir_all(&dst).unwrap();
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let bytes = std::fs::read(&p).unwrap();
+        let to = dst.join(p.file_name().unwrap());
+        std::fs::write(&to, b"").unwrap();
+        files.push((to, bytes));
+    }
+    let mut keys = Table::default();
+    let mut f = Follower::new(&dst, None).unwrap();
+    assert_eq!(f.format, StreamFormat::Cobra);
+    let mut got = Vec::new();
+    let longest = files.iter().map(|f| f.1.len()).max().unwrap();
+    for i in 0..longest {
+        for (p, bytes) in &files {
+            if i < bytes.len() {
+                append(p, &bytes[i..i + 1]);
+            }
+        }
+        got.extend(f.poll(&mut keys).unwrap().txns);
+    }
+    got.extend(f.finish(&mut keys).unwrap().0.txns);
+    let mut ids: Vec<u64> = got.iter().map(|t| t.ext).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![1, 2, 3, 4]);
+    let t2 = got.iter().find(|t| t.ext == 2).unwrap();
+    assert_eq!(t2.ops.len(), 2);
+    assert_eq!(t2.ops[0].0, OpKind::Read);
+    // The read names its writer (Cobra's claim), kept alongside.
+    assert_eq!(t2.claims[0].1, 1);
+    assert_eq!(
+        got.iter().find(|t| t.ext == 3).unwrap().ops[1].0,
+        OpKind::ReadInit
+    );
+
+    // A transaction cut off at the end of a file is dropped, with a warning naming the offset.
+    let (p, bytes) = &files[0];
+    append(p, &bytes[..10]);
+    let (rest, warnings) = f.finish(&mut keys).unwrap();
+    assert!(rest.txns.is_empty());
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains(&format!("byte offset {}", bytes.len())),
+        "{warnings:?}"
+    );
+}
