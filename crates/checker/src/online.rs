@@ -56,6 +56,8 @@ pub struct OnlineOptions {
     pub hub_cap: usize,
     /// Nodes a frontier search may visit before it gives up (and keeps the writer).
     pub frontier_limit: usize,
+    /// Reduce carried edges to a transitive reduction (off: carry every path's ends).
+    pub reduce: bool,
     /// Largest node count for which carried edges are reduced (bitsets: n² bits).
     pub reduce_cap: usize,
     /// Admit at most this many transactions a round (0: no limit), drawn from the sessions in
@@ -70,6 +72,7 @@ impl Default for OnlineOptions {
             gc: true,
             hub_cap: 8,
             frontier_limit: 64,
+            reduce: true,
             reduce_cap: 40_000,
             max_admit: 0,
         }
@@ -1051,7 +1054,7 @@ impl Online {
             }
         }
         let m = m as usize;
-        if m > self.opts.reduce_cap {
+        if !self.opts.reduce || m > self.opts.reduce_cap {
             return cedges;
         }
         // (source, target, carried edge index or MAX), by source, targets in topological order.

@@ -339,6 +339,8 @@ fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
     no_gc.gc = false;
     let mut strict = base.clone();
     strict.check.strict = Some(0);
+    let mut no_reduce = base.clone();
+    no_reduce.reduce = false;
     let mut tiny = base.clone();
     tiny.hub_cap = 1;
     tiny.frontier_limit = 2;
@@ -350,6 +352,7 @@ fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
         ("no-gc", no_gc),
         ("hub-cap-1 admit-2", tiny),
         ("strict", strict),
+        ("no-carry-reduction", no_reduce),
     ]
 }
 

@@ -168,7 +168,7 @@ fn bench_online(paths: Vec<PathBuf>, data: Option<PathBuf>, sizes: &[usize]) -> 
         "txn/s",
         "check ms",
         "gc ms",
-        "max live",
+        "max graph",
         "RSS MB"
     );
     for p in paths {

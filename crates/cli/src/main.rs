@@ -125,6 +125,10 @@ pub struct CheckArgs {
     /// Online mode: keep every transaction (no garbage collection).
     #[arg(long)]
     pub no_gc: bool,
+    /// Online mode: carry every path through deleted transactions as its own edge (no
+    /// transitive reduction).
+    #[arg(long)]
+    pub no_carry_reduction: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]

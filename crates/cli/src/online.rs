@@ -34,6 +34,7 @@ pub fn online_options(a: &CheckArgs) -> OnlineOptions {
     OnlineOptions {
         check: options_of(a),
         gc: !a.no_gc,
+        reduce: !a.no_carry_reduction,
         ..OnlineOptions::default()
     }
 }

@@ -164,6 +164,7 @@ pub fn check_args(path: PathBuf) -> CheckArgs {
         rss: false,
         round_size: None,
         no_gc: false,
+        no_carry_reduction: false,
     }
 }
 
