@@ -58,6 +58,9 @@ pub struct OnlineOptions {
     pub frontier_limit: usize,
     /// Reduce carried edges to a transitive reduction (off: carry every path's ends).
     pub reduce: bool,
+    /// Let a frontier writer that is its keys' only possible latest version become their
+    /// initial version, and go (off: frontier writers stay until overwritten).
+    pub fold: bool,
     /// Largest node count for which carried edges are reduced (bitsets: n² bits).
     pub reduce_cap: usize,
     /// Admit at most this many transactions a round (0: no limit), drawn from the sessions in
@@ -73,6 +76,7 @@ impl Default for OnlineOptions {
             hub_cap: 8,
             frontier_limit: 64,
             reduce: true,
+            fold: true,
             reduce_cap: 40_000,
             max_admit: 0,
         }
@@ -97,6 +101,8 @@ pub struct RoundStats {
     pub constraints_after_prune: usize,
     pub carried_edges: usize,
     pub hubs: u32,
+    /// Keys whose initial version now stands for a deleted frontier writer's value.
+    pub folded_keys: usize,
     pub epoch_agree: u32,
     /// Whole round; of it, the check of the round's graph, and garbage collection.
     #[serde(serialize_with = "ser_ms")]
@@ -206,6 +212,8 @@ pub struct Online {
     /// that never comes, and is rejected when the logs end).
     deleted_writes: FxHashMap<(KeyId, u64), (u64, u64)>,
     deleted_fifo: VecDeque<(KeyId, u64)>,
+    /// Per key, the value (and writer) that stands for its initial version from now on.
+    init_value: FxHashMap<KeyId, (u64, u64)>,
     /// Collect nothing until this many sessions are known (watch mode: sessions announce
     /// themselves with their first transaction).
     pub min_sessions: usize,
@@ -242,6 +250,7 @@ impl Online {
             hold_gc: false,
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
+            init_value: FxHashMap::default(),
         }
     }
 
@@ -338,6 +347,10 @@ impl Online {
     pub fn deleted_total(&self) -> u64 {
         self.deleted_total
     }
+    /// Keys whose latest old version stands in for their initial one.
+    pub fn folded_keys(&self) -> usize {
+        self.init_value.len()
+    }
     pub fn rounds(&self) -> u64 {
         self.round
     }
@@ -383,7 +396,8 @@ impl Online {
                                 continue;
                             }
                             match self.writes.get(&(k, v)) {
-                                None if self.deleted_writes.contains_key(&(k, v)) => {}
+                                None if self.deleted_writes.contains_key(&(k, v))
+                                    || self.is_init_value(k, v) => {}
                                 None => {
                                     let overdue = self.sweep >= q.sweep + 2
                                         && !self.provisional.contains(&(k, v));
@@ -571,6 +585,11 @@ impl Online {
                     if kind == OpKind::Write && !(self.cobra_claims && v == DELETE_WRITE_ID) {
                         // Duplicates were refused on arrival.
                         let _ = b.op(kind, k, v);
+                    } else if kind == OpKind::Read
+                        && !self.writes.contains_key(&(k, v))
+                        && self.is_init_value(k, v)
+                    {
+                        b.op_unindexed(OpKind::ReadInit, k, 0);
                     } else {
                         b.op_unindexed(kind, k, v);
                     }
@@ -666,6 +685,7 @@ impl Online {
         st.live = self.live_count;
         st.waiting = self.waiting();
         st.carried_edges = self.carried.len();
+        st.folded_keys = self.init_value.len();
         st.hubs = self.hubs;
         st.time = t0.elapsed();
         Ok(Some(st))
@@ -792,8 +812,15 @@ impl Online {
         let mut old_writes: krait_history::fxhash::FxHashSet<(KeyId, Node)> = Default::default();
         let mut last_writer: FxHashMap<KeyId, Node> = FxHashMap::default();
         let mut writers_of: FxHashMap<KeyId, Vec<Node>> = FxHashMap::default();
+        let mut young_writers: FxHashMap<KeyId, Vec<Node>> = FxHashMap::default();
         for x in 0..n as Node {
             if !old[x as usize] {
+                if let Some(id) = slab_of(x) {
+                    let l = self.slab[id as usize].as_ref().unwrap();
+                    for o in l.t.ops.iter().filter(|o| o.0 == OpKind::Write) {
+                        young_writers.entry(o.1).or_default().push(x);
+                    }
+                }
                 continue;
             }
             let l = self.slab[slab_of(x).unwrap() as usize].as_ref().unwrap();
@@ -812,6 +839,7 @@ impl Online {
             <= self.opts.check.reach_memory_cap)
             .then(|| graph::ChainReach::build(n, b.num_chains, b.chain_of.clone(), &csr, &order));
         let mut superseded = vec![false; n];
+        let mut frontier_keys: Vec<(Node, Vec<KeyId>)> = Vec::new();
         let mut seen = vec![0u32; n];
         let mut stamp = 0u32;
         let mut stack: Vec<Node> = Vec::new();
@@ -829,13 +857,18 @@ impl Online {
                     .collect();
             keys.sort_unstable();
             keys.dedup();
-            if keys.iter().any(|k| last_writer.get(k) == Some(&x)) {
+            // The last old writer of a key is in its frontier without a search.
+            let mut uncovered: Vec<KeyId> = keys
+                .iter()
+                .copied()
+                .filter(|k| last_writer.get(k) == Some(&x))
+                .collect();
+            if !uncovered.is_empty() && !self.opts.fold {
                 continue;
             }
             // First along edges of the key itself (chains, version order, anti-dependencies),
-            // then any path, both bounded: giving up keeps the writer, which is safe.
-            let mut uncovered: Vec<KeyId> = Vec::new();
-            for &k in &keys {
+            // then reachability: giving up keeps the writer, which is safe.
+            for &k in keys.iter().filter(|k| last_writer.get(k) != Some(&x)) {
                 stamp += 1;
                 stack.clear();
                 stack.push(x);
@@ -876,6 +909,9 @@ impl Online {
                 });
             }
             superseded[x as usize] = uncovered.is_empty();
+            if !uncovered.is_empty() {
+                frontier_keys.push((x, uncovered));
+            }
         }
 
         // Cycles that undecided constraints could still close.
@@ -908,19 +944,72 @@ impl Online {
                 deleted[x] = true;
             }
         }
+        // A frontier writer that is the only possible latest version of its frontier keys
+        // (every other old writer of the key reaches it and goes now, every younger writer
+        // follows it) is the key's initial version for everything to come: keep the value,
+        // delete the transaction.
+        let mut folds: Vec<(KeyId, u64, u64)> = Vec::new();
+        if let (true, Some(cr)) = (self.opts.fold, &reach) {
+            let unknown_writes: krait_history::fxhash::FxHashSet<KeyId> = txn_slab
+                .iter()
+                .enumerate()
+                .filter(|&(t, _)| b.txn_node[t] == NONE)
+                .flat_map(|(_, &id)| {
+                    let l = self.slab[id as usize].as_ref().unwrap();
+                    let unknown = l.t.status == TxnStatus::Unknown;
+                    l.t.ops
+                        .iter()
+                        .filter(move |o| unknown && o.0 == OpKind::Write)
+                        .map(|o| o.1)
+                })
+                .collect();
+            for (x, keys) in &frontier_keys {
+                let x = *x;
+                if size[comp[x as usize] as usize] != 1 {
+                    continue;
+                }
+                let ok = keys.iter().all(|k| {
+                    Some(*k) != self.fence_key
+                        && !unknown_writes.contains(k)
+                        && writers_of[k]
+                            .iter()
+                            .all(|&y| y == x || (deleted[y as usize] && cr.reaches_chained(y, x)))
+                        && young_writers
+                            .get(k)
+                            .is_none_or(|ys| ys.iter().all(|&y| cr.reaches_chained(x, y)))
+                });
+                if !ok {
+                    continue;
+                }
+                deleted[x as usize] = true;
+                let l = self.slab[slab_of(x).unwrap() as usize].as_ref().unwrap();
+                for &k in keys {
+                    let v =
+                        l.t.ops
+                            .iter()
+                            .rev()
+                            .find(|o| o.0 == OpKind::Write && o.1 == k);
+                    folds.push((k, v.unwrap().2, l.t.ext));
+                }
+            }
+        }
         self.carry(fin, txn_slab, &deleted);
         self.last_superseded.clear();
         self.last_deleted.clear();
         for x in 0..n {
-            if superseded[x] {
+            if superseded[x] || deleted[x] {
                 let id = slab_of(x as Node).unwrap();
                 let ext = self.slab[id as usize].as_ref().unwrap().t.ext;
-                self.last_superseded.push(ext);
+                if superseded[x] {
+                    self.last_superseded.push(ext);
+                }
                 if deleted[x] {
                     self.last_deleted.push(ext);
                 }
             }
         }
+        let folded: krait_history::fxhash::FxHashSet<(KeyId, u64)> =
+            folds.iter().map(|&(k, v, _)| (k, v)).collect();
         let mut gone: Vec<u32> = Vec::new();
         for x in 0..n {
             if deleted[x] {
@@ -939,13 +1028,11 @@ impl Online {
             for &(kind, k, v) in &l.t.ops {
                 if kind == OpKind::Write {
                     // Reads of aborted writes are G1a, not stale: they just find no writer.
-                    if self.writes.remove(&(k, v)).is_some() && l.t.status != TxnStatus::Aborted {
-                        self.deleted_writes.insert((k, v), (l.t.ext, self.round));
-                        self.deleted_fifo.push_back((k, v));
-                        if self.deleted_fifo.len() > DELETED_MEMORY {
-                            let old = self.deleted_fifo.pop_front().unwrap();
-                            self.deleted_writes.remove(&old);
-                        }
+                    if self.writes.remove(&(k, v)).is_some()
+                        && l.t.status != TxnStatus::Aborted
+                        && !folded.contains(&(k, v))
+                    {
+                        self.remember_deleted(k, v, l.t.ext);
                     }
                     if Some(k) == self.fence_key {
                         self.fence_epoch.remove(&v);
@@ -955,6 +1042,11 @@ impl Online {
             self.free.push(id);
             self.live_count -= 1;
             count += 1;
+        }
+        for &(k, v, ext) in &folds {
+            if let Some((old, old_ext)) = self.init_value.insert(k, (v, ext)) {
+                self.remember_deleted(k, old, old_ext);
+            }
         }
         if count > 0 {
             for s in &mut self.sessions {
@@ -986,6 +1078,20 @@ impl Online {
         count
     }
 
+    fn remember_deleted(&mut self, k: KeyId, v: u64, writer: u64) {
+        self.deleted_writes.insert((k, v), (writer, self.round));
+        self.deleted_fifo.push_back((k, v));
+        if self.deleted_fifo.len() > DELETED_MEMORY {
+            let old = self.deleted_fifo.pop_front().unwrap();
+            self.deleted_writes.remove(&old);
+        }
+    }
+
+    /// Whether (k, v) is the version a deleted frontier writer left as k's initial one.
+    fn is_init_value(&self, k: KeyId, v: u64) -> bool {
+        self.init_value.get(&k).is_some_and(|e| e.0 == v)
+    }
+
     /// A newly admitted read of a write that an earlier round deleted.
     fn stale_read(
         &self,
@@ -1001,21 +1107,40 @@ impl Online {
                 continue;
             }
             for &(kind, k, v) in &l.t.ops {
-                if kind != OpKind::Read || self.writes.contains_key(&(k, v)) {
-                    continue;
-                }
-                let Some(&(writer, round)) = self.deleted_writes.get(&(k, v)) else {
-                    continue;
+                let key = &self.keys[k as usize];
+                let (writer, round, what) = match kind {
+                    // The true initial state, after a later write became the key's initial
+                    // version: stale too.
+                    OpKind::ReadInit => match self.init_value.get(&k) {
+                        Some(&(_, w)) => (w, NONE as u64, format!("the initial version of {key}")),
+                        None => continue,
+                    },
+                    OpKind::Read
+                        if !self.writes.contains_key(&(k, v)) && !self.is_init_value(k, v) =>
+                    {
+                        match self.deleted_writes.get(&(k, v)) {
+                            Some(&(w, r)) => (w, r, format!("{key} = {v}")),
+                            None => continue,
+                        }
+                    }
+                    _ => continue,
+                };
+                let summary = if round == NONE as u64 {
+                    format!(
+                        "T{} read {what}, but T{writer} had overwritten it and precedes every transaction still to come (the fences' epochs), so T{} read a version already overwritten before it began: a stale read",
+                        l.t.ext, l.t.ext
+                    )
+                } else {
+                    format!(
+                        "T{} read {what}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so T{} read a version already overwritten before it began",
+                        l.t.ext, l.t.ext
+                    )
                 };
                 let r = krait_history::resolve(h);
                 let t = slab_txn[id as usize];
-                let key = &self.keys[k as usize];
                 return Some(crate::Certificate {
                     anomaly: crate::Anomaly::StaleRead,
-                    summary: format!(
-                        "T{} read {key} = {v}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so T{} read a version already overwritten before it began",
-                        l.t.ext, l.t.ext
-                    ),
+                    summary,
                     cycle: Vec::new(),
                     constraints: Vec::new(),
                     cases: Vec::new(),

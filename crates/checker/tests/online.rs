@@ -154,7 +154,11 @@ fn stale_read_of_a_deleted_write_is_rejected() {
         }
         let _ = round;
     }
-    let mut on = Online::new(OnlineOptions::default());
+    // Without folding, T2 (the last writer of x) stays in the frontier.
+    let mut on = Online::new(OnlineOptions {
+        fold: false,
+        ..OnlineOptions::default()
+    });
     push_all(&mut on, &txns);
     on.round().unwrap().unwrap();
     assert!(on.verdict().is_none());
@@ -173,6 +177,26 @@ fn stale_read_of_a_deleted_write_is_rejected() {
     assert!(
         cert.summary
             .starts_with("T9 read x = 1, written by T1, which round 1 garbage-collected"),
+        "{}",
+        cert.summary
+    );
+    // With folding, T2 goes too, and x = 2 stands as x's initial version: reading it is fine,
+    // reading x's true initial state is stale.
+    let mut on = Online::new(OnlineOptions::default());
+    push_all(&mut on, &txns);
+    on.round().unwrap().unwrap();
+    assert!(!on.is_live(1) && !on.is_live(2), "{:?}", on.last_deleted);
+    assert_eq!(on.folded_keys(), 1);
+    push_all(&mut on, &[SimpleTxn::new(1, 10).r("x", 2)]);
+    on.round().unwrap().unwrap();
+    assert!(on.verdict().is_none());
+    push_all(&mut on, &[SimpleTxn::new(1, 11).r0("x")]);
+    on.round().unwrap().unwrap();
+    let cert = on.verdict().unwrap().verdict.certificate().unwrap().clone();
+    assert_eq!(cert.anomaly, krait_checker::Anomaly::StaleRead);
+    assert!(
+        cert.summary
+            .starts_with("T11 read the initial version of x, but T2 had overwritten it"),
         "{}",
         cert.summary
     );
@@ -341,6 +365,8 @@ fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
     strict.check.strict = Some(0);
     let mut no_reduce = base.clone();
     no_reduce.reduce = false;
+    let mut no_fold = base.clone();
+    no_fold.fold = false;
     let mut tiny = base.clone();
     tiny.hub_cap = 1;
     tiny.frontier_limit = 2;
@@ -353,6 +379,7 @@ fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
         ("hub-cap-1 admit-2", tiny),
         ("strict", strict),
         ("no-carry-reduction", no_reduce),
+        ("no-fold", no_fold),
     ]
 }
 

@@ -129,6 +129,10 @@ pub struct CheckArgs {
     /// transitive reduction).
     #[arg(long)]
     pub no_carry_reduction: bool,
+    /// Online mode: keep frontier writers until they are overwritten, instead of letting the
+    /// only possible latest version of a key stand in as its initial version.
+    #[arg(long)]
+    pub no_fold: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]

@@ -35,6 +35,7 @@ pub fn online_options(a: &CheckArgs) -> OnlineOptions {
         check: options_of(a),
         gc: !a.no_gc,
         reduce: !a.no_carry_reduction,
+        fold: !a.no_fold,
         ..OnlineOptions::default()
     }
 }

@@ -165,6 +165,7 @@ pub fn check_args(path: PathBuf) -> CheckArgs {
         round_size: None,
         no_gc: false,
         no_carry_reduction: false,
+        no_fold: false,
     }
 }
 
