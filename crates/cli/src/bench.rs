@@ -106,6 +106,10 @@ enum BenchCmd {
         /// Print a line every this many transactions.
         #[arg(long, default_value_t = 1_000_000)]
         every: usize,
+        /// Inject fractured reads with this probability per read-only transaction (a
+        /// violation the stream must be stopped at).
+        #[arg(long, default_value_t = 0.0)]
+        fractured_reads: f64,
     },
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
@@ -242,6 +246,7 @@ fn bench_stream(
     sessions: usize,
     fence_every: usize,
     every: usize,
+    fractured_reads: f64,
 ) -> anyhow::Result<ExitCode> {
     use krait_checker::online::{Online, OnlineOptions, TxnIn};
     use krait_workloads::{BlindW, BlindWStream};
@@ -256,6 +261,7 @@ fn bench_stream(
         sessions,
         fence_every: Some(fence_every),
         timestamps: false,
+        fractured_reads,
         ..base
     };
     let mut on = Online::new(OnlineOptions::default());
@@ -308,7 +314,15 @@ fn bench_stream(
     on.finish()?;
     let verdict = match on.verdict() {
         None => "ACCEPT".to_string(),
-        Some(r) => format!("{:?}", r.verdict.certificate().map(|c| c.anomaly)),
+        Some(r) => match r.verdict.certificate() {
+            Some(c) => format!(
+                "REJECT in round {} (after {} transactions): {}",
+                on.rounds(),
+                on.rounds() as usize * round_size,
+                c.summary
+            ),
+            None => "UNKNOWN".to_string(),
+        },
     };
     println!(
         "verdict {verdict}; peak RSS {} MB; {:.1} s",
@@ -340,6 +354,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             sessions,
             fence_every,
             every,
+            fractured_reads,
         } => bench_stream(
             txns,
             round_size,
@@ -348,6 +363,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             sessions,
             fence_every,
             every,
+            fractured_reads,
         ),
         BenchCmd::Solver {
             sizes,
