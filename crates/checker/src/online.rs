@@ -1333,9 +1333,9 @@ impl Online {
     }
 }
 
-/// Replays a finished history in rounds of `round_size` transactions, drawn from the sessions
-/// in proportion to their length (so they progress together, as live clients would), and
-/// calls `each` after every round. Returns the checker after its last round.
+/// Replays a finished history in rounds of `round_size` transactions, in commit-time order when
+/// every transaction has one, else drawn from the sessions in proportion to their length (so
+/// they progress together, as live clients would), and calls `each` after every round. Returns the checker after its last round.
 pub fn replay(
     h: &krait_history::History,
     opts: OnlineOptions,
@@ -1359,14 +1359,24 @@ pub fn replay(
     let len: Vec<usize> = (0..ns).map(|s| h.session_range(s).len()).collect();
     let mut fed = vec![0usize; ns];
     let total = h.num_txns();
+    let by_time = total > 0 && h.txn_commit.iter().all(|&c| c != krait_history::NO_TIME);
     let mut pushed = 0usize;
     let mut in_round = 0usize;
     while pushed < total {
-        // The session furthest behind, relative to its length.
-        let s = (0..ns)
-            .filter(|&s| fed[s] < len[s])
-            .min_by(|&a, &b| (fed[a] * len[b]).cmp(&(fed[b] * len[a])))
-            .unwrap();
+        let next = |s: usize| h.session_range(s).start as usize + fed[s];
+        // By commit time when every transaction has one (as a live system delivers them),
+        // else the session furthest behind, relative to its length.
+        let s = if by_time {
+            (0..ns)
+                .filter(|&s| fed[s] < len[s])
+                .min_by_key(|&s| h.txn_commit[next(s)])
+                .unwrap()
+        } else {
+            (0..ns)
+                .filter(|&s| fed[s] < len[s])
+                .min_by(|&a, &b| (fed[a] * len[b]).cmp(&(fed[b] * len[a])))
+                .unwrap()
+        };
         let t = h.session_range(s).start + fed[s] as u32;
         fed[s] += 1;
         pushed += 1;

@@ -136,6 +136,7 @@ impl Out {
 /// A finished history, replayed in rounds.
 pub fn check_rounds(a: &CheckArgs, round_size: usize) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(round_size > 0, "--round-size must be at least 1");
+    no_order(a)?;
     let t = Instant::now();
     let loaded = crate::load(&a.path, a.format)?;
     let h = &loaded.history;
@@ -167,9 +168,18 @@ impl Keys for KeyAdapter<'_> {
     }
 }
 
+fn no_order(a: &CheckArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !a.order,
+        "--order needs the whole history at once; online rounds delete transactions as they go"
+    );
+    Ok(())
+}
+
 /// Logs still being written, followed until they stop growing (or forever).
 pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let a = &w.check;
+    no_order(a)?;
     let fmt = match a.format {
         None => None,
         Some(Format::Jsonl) => Some(StreamFormat::Jsonl),
@@ -178,7 +188,8 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let mut follower = Follower::new(&a.path, fmt)?;
     let mut on = Online::new(OnlineOptions {
-        max_admit: w.max_round,
+        // In watch, --round-size caps a round like --max-round.
+        max_admit: a.round_size.unwrap_or(w.max_round).max(1),
         ..online_options(a)
     });
     on.min_sessions = w.sessions;

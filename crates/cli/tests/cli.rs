@@ -298,3 +298,43 @@ fn watch_rejects_a_read_of_nobody_without_waiting_for_the_end() {
     assert!(out.contains("read of a value nobody wrote"), "{out}");
     let _ = std::fs::remove_file(&p);
 }
+
+/// `--round-size` gives a line per round and the one-shot verdict; `--order` has no meaning
+/// when rounds delete transactions, and says so.
+#[test]
+fn check_in_rounds() {
+    let p = tmp("rounds.jsonl");
+    let out = krait()
+        .args(["generate"])
+        .arg(&p)
+        .args([
+            "--workload",
+            "blindw-rm",
+            "--txns",
+            "3000",
+            "--fence-every",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = krait()
+        .arg("check")
+        .arg(&p)
+        .args(["--round-size", "500"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("round 5: +"), "{text}");
+    assert!(text.contains("ACCEPT: 3000 transactions in"), "{text}");
+    let out = krait()
+        .arg("check")
+        .arg(&p)
+        .args(["--round-size", "500", "--order"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--order needs the whole history"));
+    let _ = std::fs::remove_file(&p);
+}
