@@ -66,6 +66,9 @@ pub struct OnlineOptions {
     /// Admit at most this many transactions a round (0: no limit), drawn from the sessions in
     /// turn; a reader is admitted only with the writers it names.
     pub max_admit: usize,
+    /// Watch mode: how long a read may name a write no log holds (besides two full sweeps of
+    /// the logs) before it is rejected; logs written with buffering can lag this much.
+    pub read_wait: Duration,
 }
 
 impl Default for OnlineOptions {
@@ -79,6 +82,7 @@ impl Default for OnlineOptions {
             fold: true,
             reduce_cap: 40_000,
             max_admit: 0,
+            read_wait: Duration::from_secs(10),
         }
     }
 }
@@ -161,6 +165,7 @@ struct Queued {
     t: TxnIn,
     seq: u64,
     sweep: u64,
+    seen_at: Instant,
 }
 
 struct Sess {
@@ -325,14 +330,15 @@ impl Online {
             t,
             seq: self.seq,
             sweep: self.sweep,
+            seen_at: Instant::now(),
         };
         self.sessions[q.t.session as usize].queue.push_back(q);
         Ok(())
     }
 
     /// Watch mode: every log has been read to its end once more. A read that still names no
-    /// write seen after two such sweeps (and no write of a record still being written) names a
-    /// write nobody made: it is admitted, and rejected.
+    /// write seen after two such sweeps and `read_wait` (and no write of a record still being
+    /// written) names a write nobody made: it is admitted, and rejected.
     pub fn next_sweep(&mut self, provisional: std::collections::HashSet<(KeyId, u64)>) {
         self.sweep += 1;
         self.provisional = provisional;
@@ -400,6 +406,7 @@ impl Online {
                                     || self.is_init_value(k, v) => {}
                                 None => {
                                     let overdue = self.sweep >= q.sweep + 2
+                                        && q.seen_at.elapsed() >= self.opts.read_wait
                                         && !self.provisional.contains(&(k, v));
                                     if !force && !overdue {
                                         block = true;

@@ -28,6 +28,11 @@ pub struct WatchArgs {
     /// At most this many transactions a round (a backlog is checked in several rounds).
     #[arg(long, default_value_t = 20_000)]
     pub max_round: usize,
+    /// How long a read may name a write that no log holds yet before it is rejected as a read
+    /// of a value nobody wrote (on top of two full passes over the logs): the slack for logs
+    /// written with buffering.
+    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
+    pub read_wait: Duration,
 }
 
 pub fn online_options(a: &CheckArgs) -> OnlineOptions {
@@ -190,6 +195,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let mut on = Online::new(OnlineOptions {
         // In watch, --round-size caps a round like --max-round.
         max_admit: a.round_size.unwrap_or(w.max_round).max(1),
+        read_wait: w.read_wait,
         ..online_options(a)
     });
     on.min_sessions = w.sessions;

@@ -258,7 +258,7 @@ fn watch_follows_a_live_run() {
 }
 
 /// In `watch`, a read of a value no log holds is rejected once every log has been read through
-/// twice more without it (no need to wait for the end).
+/// twice more without it and --read-wait has passed (no need to wait for the end).
 #[test]
 fn watch_rejects_a_read_of_nobody_without_waiting_for_the_end() {
     let p = tmp("watch-nobody.jsonl");
@@ -270,7 +270,7 @@ fn watch_rejects_a_read_of_nobody_without_waiting_for_the_end() {
     let mut child = krait()
         .arg("watch")
         .arg(&p)
-        .args(["--interval", "50ms"])
+        .args(["--interval", "50ms", "--read-wait", "300ms"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
