@@ -75,7 +75,7 @@ pub struct CheckArgs {
     pub path: PathBuf,
     #[arg(long)]
     pub format: Option<Format>,
-    /// Machine-readable output.
+    /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
     pub json: bool,
     /// Strict serializability: respect real time (needs timestamps).

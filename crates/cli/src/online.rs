@@ -73,6 +73,8 @@ pub fn round_line(st: &RoundStats) -> String {
 
 struct Out {
     json: bool,
+    /// JSON Lines: each round as it ends, then the verdict (watch runs indefinitely).
+    stream: bool,
     rounds: Vec<RoundStats>,
     peak_live: usize,
 }
@@ -80,7 +82,11 @@ struct Out {
 impl Out {
     fn round(&mut self, st: &RoundStats) {
         self.peak_live = self.peak_live.max(st.checked);
-        if self.json {
+        if self.json && self.stream {
+            if let Ok(line) = serde_json::to_string(st) {
+                println!("{line}");
+            }
+        } else if self.json {
             self.rounds.push(st.clone());
         } else {
             println!("{}", round_line(st));
@@ -102,7 +108,9 @@ impl Out {
             };
             let obj = v.as_object_mut().unwrap();
             obj.insert("path".into(), a.path.display().to_string().into());
-            obj.insert("rounds".into(), serde_json::to_value(&self.rounds)?);
+            if !self.stream {
+                obj.insert("rounds".into(), serde_json::to_value(&self.rounds)?);
+            }
             obj.insert("round".into(), on.rounds().into());
             obj.insert("txns".into(), txns.into());
             obj.insert("total_ms".into(), (total.as_secs_f64() * 1e3).into());
@@ -111,7 +119,11 @@ impl Out {
             if a.rss {
                 obj.insert("peak_rss_bytes".into(), crate::peak_rss_bytes().into());
             }
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            if self.stream {
+                println!("{}", serde_json::to_string(&v)?);
+            } else {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
         } else {
             match report {
                 Some(r) => {
@@ -147,6 +159,7 @@ pub fn check_rounds(a: &CheckArgs, round_size: usize) -> anyhow::Result<ExitCode
     let h = &loaded.history;
     let mut out = Out {
         json: a.json,
+        stream: false,
         rounds: Vec::new(),
         peak_live: 0,
     };
@@ -202,6 +215,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     on.set_cobra_claims(follower.format == StreamFormat::Cobra);
     let mut out = Out {
         json: a.json,
+        stream: true,
         rounds: Vec::new(),
         peak_live: 0,
     };

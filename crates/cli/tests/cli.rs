@@ -237,10 +237,15 @@ fn watch_follows_a_live_run() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    // JSON Lines: a line per round as it ends, then the verdict.
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (v, rounds) = lines.split_last().unwrap();
     assert_eq!(v["verdict"], "ACCEPT");
-    let rounds = v["rounds"].as_array().unwrap();
     assert!(rounds.len() >= 2, "several rounds while the run went on");
+    assert!(rounds.iter().all(|r| r["new"].as_u64().is_some()));
     // Every transaction the run logged (workload, fences, aborted attempts) was checked.
     let logged: usize = std::fs::read_dir(&dir)
         .unwrap()
