@@ -477,6 +477,22 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
     Ok(remaining)
 }
 
+/// The known graph plus both options of every constraint listed: a cycle any choice could close
+/// lies inside one of its strongly connected components.
+pub(crate) fn with_both_sides(b: &Built, constraints: &[u32]) -> Csr {
+    let mut all = b.edges.clone();
+    for &ci in constraints {
+        let c = &b.constraints[ci as usize];
+        all.extend(
+            b.first_edges(c)
+                .iter()
+                .chain(b.second_edges(c))
+                .map(|&(u, v, _)| (u, v)),
+        );
+    }
+    Csr::build(b.num_nodes, &all, false)
+}
+
 enum Solved {
     /// For each remaining constraint, true if its first option was chosen.
     Sat(Vec<bool>),
@@ -491,18 +507,7 @@ fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -
     }
     // Cycles can only lie inside a strongly connected component of the graph with both sides of
     // every constraint, and each constraint's edges lie inside one component: solve each alone.
-    let mut all = b.edges.clone();
-    for &ci in remaining {
-        let c = &b.constraints[ci as usize];
-        all.extend(
-            b.first_edges(c)
-                .iter()
-                .chain(b.second_edges(c))
-                .map(|&(u, v, _)| (u, v)),
-        );
-    }
-    let csr = Csr::build(b.num_nodes, &all, false);
-    drop(all);
+    let csr = with_both_sides(b, remaining);
     let (comp, _) = graph::scc(b.num_nodes, &csr);
     let mut by_comp: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
     for (i, &ci) in remaining.iter().enumerate() {

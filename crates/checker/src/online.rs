@@ -922,18 +922,7 @@ impl Online {
         }
 
         // Cycles that undecided constraints could still close.
-        let mut all: Vec<(Node, Node)> = b.edges.clone();
-        for &ci in &fin.remaining {
-            let c = &b.constraints[ci as usize];
-            all.extend(
-                b.first_edges(c)
-                    .iter()
-                    .chain(b.second_edges(c))
-                    .map(|&(u, v, _)| (u, v)),
-            );
-        }
-        let gcsr = Csr::build(n, &all, false);
-        drop(all);
+        let gcsr = crate::with_both_sides(b, &fin.remaining);
         let (comp, ncomp) = graph::scc(n, &gcsr);
         let mut size = vec![0u32; ncomp as usize];
         let mut all_sup = vec![true; ncomp as usize];

@@ -142,15 +142,7 @@ pub(crate) fn parse_stream_line(
         let k = keys.key(&key.to_key());
         ops.push(parse_op(i, kind, k, *value, path, at)?);
     }
-    if let (Some(s), Some(c)) = (l.start, l.commit) {
-        if c < s {
-            return Err(InputError::new(
-                path,
-                at,
-                format!("commit time {c} is before start time {s}"),
-            ));
-        }
-    }
+    check_times(&l, path, at)?;
     Ok(crate::stream::StreamTxn {
         session: l.session.to_key().into_owned(),
         ext: l.txn,
@@ -160,6 +152,17 @@ pub(crate) fn parse_stream_line(
         ops,
         claims: Vec::new(),
     })
+}
+
+fn check_times(l: &LineIn, path: &Path, at: Location) -> Result<(), InputError> {
+    match (l.start, l.commit) {
+        (Some(s), Some(c)) if c < s => Err(InputError::new(
+            path,
+            at,
+            format!("commit time {c} is before start time {s}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn parse_status(s: Option<&str>, path: &Path, at: Location) -> Result<TxnStatus, InputError> {
@@ -340,15 +343,7 @@ fn parse_line(
         sessions.push((sname, Vec::new()));
         sessions.len() - 1
     });
-    if let (Some(s), Some(c)) = (l.start, l.commit) {
-        if c < s {
-            return Err(InputError::new(
-                path,
-                at,
-                format!("commit time {c} is before start time {s}"),
-            ));
-        }
-    }
+    check_times(&l, path, at)?;
     sessions[si].1.push(Pending {
         file: file_no,
         line: line_no,
