@@ -197,15 +197,7 @@ pub(crate) fn run(
         Ok(b) => b,
         Err(cert) => {
             timings.graph = t1.elapsed();
-            return Ok((
-                Report {
-                    verdict: Verdict::Reject(cert),
-                    stats,
-                    timings,
-                    order: None,
-                },
-                None,
-            ));
+            return Ok(ended(Verdict::Reject(cert), stats, timings));
         }
     };
     if let Some(drift) = opts.strict {
@@ -247,15 +239,7 @@ pub(crate) fn run(
             let t = Instant::now();
             let cert = cycle_certificate(h, &r, &b);
             timings.certificate = t.elapsed();
-            return Ok((
-                Report {
-                    verdict: Verdict::Reject(Box::new(cert)),
-                    stats,
-                    timings,
-                    order: None,
-                },
-                None,
-            ));
+            return Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings));
         }
     };
     stats.constraints_after_prune = remaining.len();
@@ -283,26 +267,21 @@ pub(crate) fn run(
             let t = Instant::now();
             let cert = unsat_certificate(h, &r, &b, &remaining, &core);
             timings.certificate = t.elapsed();
-            Ok((
-                Report {
-                    verdict: Verdict::Reject(Box::new(cert)),
-                    stats,
-                    timings,
-                    order: None,
-                },
-                None,
-            ))
+            Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings))
         }
-        Solved::Unknown(reason) => Ok((
-            Report {
-                verdict: Verdict::Unknown { reason },
-                stats,
-                timings,
-                order: None,
-            },
-            None,
-        )),
+        Solved::Unknown(reason) => Ok(ended(Verdict::Unknown { reason }, stats, timings)),
     }
+}
+
+/// A check that ends without an accepted graph (no serial order, nothing to collect).
+fn ended(verdict: Verdict, stats: CheckStats, timings: Timings) -> (Report, Option<Final>) {
+    let report = Report {
+        verdict,
+        stats,
+        timings,
+        order: None,
+    };
+    (report, None)
 }
 
 fn csr_of(b: &Built) -> Csr {

@@ -54,7 +54,8 @@ pub struct OnlineOptions {
     pub gc: bool,
     /// A synthetic or deleted node reaching more kept nodes than this becomes a hub.
     pub hub_cap: usize,
-    /// Nodes a frontier search may visit before it gives up (and keeps the writer).
+    /// Nodes a frontier search may visit before it gives up (and keeps the writer); used only
+    /// when the reachability index would not fit in `check.reach_memory_cap`.
     pub frontier_limit: usize,
     /// Reduce carried edges to a transitive reduction (off: carry every path's ends).
     pub reduce: bool,
@@ -208,8 +209,7 @@ pub struct Online {
     provisional: std::collections::HashSet<(KeyId, u64)>,
     verdict: Option<Report>,
     cobra_claims: bool,
-    /// External ids superseded and deleted by the last garbage collection (for tests and
-    /// `--verbose` output).
+    /// External ids superseded and deleted by the last garbage collection (for tests).
     pub last_superseded: Vec<u64>,
     pub last_deleted: Vec<u64>,
     /// Writes of recently deleted transactions → (writer, round), so that a later read of one
@@ -315,7 +315,7 @@ impl Online {
     pub fn push(&mut self, t: TxnIn) -> Result<(), OnlineError> {
         self.seq += 1;
         for &(kind, k, v) in &t.ops {
-            if kind == OpKind::Write && !(self.cobra_claims && v == DELETE_WRITE_ID) {
+            if self.indexed_write(kind, v) {
                 if self.writes.contains_key(&(k, v)) {
                     return Err(OnlineError::DuplicateWrite {
                         txn: t.ext,
@@ -557,7 +557,7 @@ impl Online {
                 });
                 let l = self.slab[id as usize].as_ref().unwrap();
                 for &(kind, k, v) in &l.t.ops {
-                    if kind == OpKind::Write && !(self.cobra_claims && v == DELETE_WRITE_ID) {
+                    if self.indexed_write(kind, v) {
                         self.writes.insert((k, v), Writer::Live(id));
                     }
                 }
@@ -589,7 +589,7 @@ impl Online {
                     if l.ghost.binary_search(&(i as u32)).is_ok() {
                         continue;
                     }
-                    if kind == OpKind::Write && !(self.cobra_claims && v == DELETE_WRITE_ID) {
+                    if self.indexed_write(kind, v) {
                         // Duplicates were refused on arrival.
                         let _ = b.op(kind, k, v);
                     } else if kind == OpKind::Read
@@ -699,63 +699,56 @@ impl Online {
     }
 
     fn assign_epochs(&mut self, fences: &[u32], new_ids: &[Vec<u32>]) {
-        // Fences may read versions written by fences admitted in the same round: settle them in
-        // chain order.
-        let mut todo: Vec<u32> = fences.to_vec();
+        // Fences may read versions written by fences admitted in the same round: walk back along
+        // the chain to a version whose epoch is known, then number forwards. A fence leaves
+        // `unresolved` when a walk reaches it, so a cycle among fences ends the walk with an
+        // unknown epoch (the check rejects such a cycle anyway).
         let fk = self.fence_key.unwrap_or(NONE);
-        while !todo.is_empty() {
-            let mut next = Vec::new();
-            let before = todo.len();
-            for &id in &todo {
-                let l = self.slab[id as usize].as_ref().unwrap();
+        let mut unresolved: krait_history::fxhash::FxHashSet<u32> =
+            fences.iter().copied().collect();
+        for &start in fences {
+            if !unresolved.remove(&start) {
+                continue;
+            }
+            let mut chain = vec![start];
+            let mut base = loop {
+                let l = self.slab[*chain.last().unwrap() as usize].as_ref().unwrap();
                 let (kind, _, v) = l.t.ops[0];
-                let base = if kind == OpKind::ReadInit {
-                    Some(0)
-                } else {
-                    match self.writes.get(&(fk, v)) {
-                        Some(&Writer::Live(w)) => {
-                            let wl = self.slab[w as usize].as_ref().unwrap();
-                            if !wl.fence {
-                                Some(NONE)
-                            } else if wl.epoch == NONE && todo.contains(&w) {
-                                None
-                            } else {
-                                Some(self.fence_epoch.get(&v).copied().unwrap_or(NONE))
-                            }
-                        }
-                        _ => Some(NONE),
-                    }
-                };
-                match base {
-                    None => next.push(id),
-                    Some(base) => {
-                        let writes_fence: Vec<u64> =
-                            l.t.ops
-                                .iter()
-                                .filter(|o| o.0 == OpKind::Write && o.1 == fk)
-                                .map(|o| o.2)
-                                .collect();
-                        let e = if base == NONE {
-                            NONE
-                        } else if writes_fence.is_empty() {
-                            base
+                if kind == OpKind::ReadInit {
+                    break 0;
+                }
+                match self.writes.get(&(fk, v)) {
+                    Some(&Writer::Live(w)) if self.slab[w as usize].as_ref().unwrap().fence => {
+                        if unresolved.remove(&w) {
+                            chain.push(w);
                         } else {
-                            base + 1
-                        };
-                        for v in writes_fence {
-                            if e != NONE {
-                                self.fence_epoch.insert(v, e);
-                            }
+                            break self.fence_epoch.get(&v).copied().unwrap_or(NONE);
                         }
-                        self.slab[id as usize].as_mut().unwrap().epoch = e;
+                    }
+                    _ => break NONE,
+                }
+            };
+            for &id in chain.iter().rev() {
+                let l = self.slab[id as usize].as_ref().unwrap();
+                let written: Vec<u64> =
+                    l.t.ops
+                        .iter()
+                        .filter(|o| o.0 == OpKind::Write && o.1 == fk)
+                        .map(|o| o.2)
+                        .collect();
+                let e = match base {
+                    NONE => NONE,
+                    _ if written.is_empty() => base,
+                    _ => base + 1,
+                };
+                if e != NONE {
+                    for v in written {
+                        self.fence_epoch.insert(v, e);
                     }
                 }
+                self.slab[id as usize].as_mut().unwrap().epoch = e;
+                base = e;
             }
-            if next.len() == before {
-                // A cycle among fences: the check will reject it; leave the epochs unknown.
-                break;
-            }
-            todo = next;
         }
         // Transactions before a fence take its epoch minus one, in session order.
         for (si, ids) in new_ids.iter().enumerate() {
@@ -873,47 +866,48 @@ impl Online {
             if !uncovered.is_empty() && !self.opts.fold {
                 continue;
             }
-            // First along edges of the key itself (chains, version order, anti-dependencies),
-            // then reachability: giving up keeps the writer, which is safe.
             for &k in keys.iter().filter(|k| last_writer.get(k) != Some(&x)) {
-                stamp += 1;
-                stack.clear();
-                stack.push(x);
-                seen[x as usize] = stamp;
-                let mut visited = 0;
-                let mut found = false;
-                'dfs: while let Some(u) = stack.pop() {
-                    for &(v, e) in csr.succ(u) {
-                        let lk = b.labels[e as usize].key;
-                        if lk != k
-                            || seen[v as usize] == stamp
-                            || pos[v as usize] > pos[last_writer[&k] as usize]
-                        {
-                            continue;
+                let covered = match &reach {
+                    // Exactly: does x reach an old writer of the key placed after it?
+                    Some(cr) => writers_of[&k].iter().any(|&y| {
+                        y != x && pos[y as usize] > pos[x as usize] && cr.reaches_chained(x, y)
+                    }),
+                    // Without the index: a bounded search along the key's own edges (chains,
+                    // version order, anti-dependencies); giving up keeps the writer, which is
+                    // safe.
+                    None => {
+                        stamp += 1;
+                        stack.clear();
+                        stack.push(x);
+                        seen[x as usize] = stamp;
+                        let mut visited = 0;
+                        let mut found = false;
+                        'dfs: while let Some(u) = stack.pop() {
+                            for &(v, e) in csr.succ(u) {
+                                if b.labels[e as usize].key != k
+                                    || seen[v as usize] == stamp
+                                    || pos[v as usize] > pos[last_writer[&k] as usize]
+                                {
+                                    continue;
+                                }
+                                seen[v as usize] = stamp;
+                                if old_writes.contains(&(k, v)) {
+                                    found = true;
+                                    break 'dfs;
+                                }
+                                visited += 1;
+                                if visited > self.opts.frontier_limit {
+                                    break 'dfs;
+                                }
+                                stack.push(v);
+                            }
                         }
-                        seen[v as usize] = stamp;
-                        if old_writes.contains(&(k, v)) {
-                            found = true;
-                            break 'dfs;
-                        }
-                        visited += 1;
-                        if visited > self.opts.frontier_limit {
-                            break 'dfs;
-                        }
-                        stack.push(v);
+                        found
                     }
-                }
-                if !found {
+                };
+                if !covered {
                     uncovered.push(k);
                 }
-            }
-            if let Some(cr) = &reach {
-                // Exactly: does x reach an old writer of the key placed after it?
-                uncovered.retain(|k| {
-                    !writers_of[k].iter().any(|&y| {
-                        y != x && pos[y as usize] > pos[x as usize] && cr.reaches_chained(x, y)
-                    })
-                });
             }
             superseded[x as usize] = uncovered.is_empty();
             if !uncovered.is_empty() {
@@ -989,7 +983,7 @@ impl Online {
                 }
             }
         }
-        self.carry(fin, txn_slab, &deleted);
+        self.carry(fin, txn_slab, &deleted, &csr, &order);
         self.last_superseded.clear();
         self.last_deleted.clear();
         for x in 0..n {
@@ -1083,6 +1077,11 @@ impl Online {
         }
     }
 
+    /// Whether this op enters the write index (Cobra's deletes all share one id: they do not).
+    fn indexed_write(&self, kind: OpKind, v: u64) -> bool {
+        kind == OpKind::Write && !(self.cobra_claims && v == DELETE_WRITE_ID)
+    }
+
     /// Whether (k, v) is the version a deleted frontier writer left as k's initial one.
     fn is_init_value(&self, k: KeyId, v: u64) -> bool {
         self.init_value.get(&k).is_some_and(|e| e.0 == v)
@@ -1108,29 +1107,28 @@ impl Online {
                     // The true initial state, after a later write became the key's initial
                     // version: stale too.
                     OpKind::ReadInit => match self.init_value.get(&k) {
-                        Some(&(_, w)) => (w, NONE as u64, format!("the initial version of {key}")),
+                        Some(&(_, w)) => (w, None, format!("the initial version of {key}")),
                         None => continue,
                     },
                     OpKind::Read
                         if !self.writes.contains_key(&(k, v)) && !self.is_init_value(k, v) =>
                     {
                         match self.deleted_writes.get(&(k, v)) {
-                            Some(&(w, r)) => (w, r, format!("{key} = {v}")),
+                            Some(&(w, r)) => (w, Some(r), format!("{key} = {v}")),
                             None => continue,
                         }
                     }
                     _ => continue,
                 };
-                let summary = if round == NONE as u64 {
-                    format!(
+                let summary = match round {
+                    None => format!(
                         "T{} read {what}, but T{writer} had overwritten it and precedes every transaction still to come (the fences' epochs), so T{} read a version already overwritten before it began: a stale read",
                         l.t.ext, l.t.ext
-                    )
-                } else {
-                    format!(
+                    ),
+                    Some(round) => format!(
                         "T{} read {what}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so T{} read a version already overwritten before it began",
                         l.t.ext, l.t.ext
-                    )
+                    ),
                 };
                 let r = krait_history::resolve(h);
                 let t = slab_txn[id as usize];
@@ -1221,13 +1219,19 @@ impl Online {
             .collect()
     }
 
-    /// Contracts the graph onto the transactions kept: the carried edges for the next round.
-    fn carry(&mut self, fin: &Final, txn_slab: &[u32], deleted: &[bool]) {
+    /// Contracts the graph (`csr`, in topological `order`) onto the transactions kept: the
+    /// carried edges for the next round.
+    fn carry(
+        &mut self,
+        fin: &Final,
+        txn_slab: &[u32],
+        deleted: &[bool],
+        csr: &Csr,
+        order: &[Node],
+    ) {
         let b = &fin.b;
         let n = b.num_nodes;
         let kept = |x: Node| b.txn_of(x).is_some() && !deleted[x as usize];
-        let csr = Csr::build(n, &b.edges, false);
-        let order = graph::topo_order(n, &csr).expect("acyclic");
         const NOT_HUB: u32 = u32::MAX;
         let mut hub_of = vec![NOT_HUB; n];
         let mut hubs = 0u32;
@@ -1285,7 +1289,7 @@ impl Online {
         }
         cedges.sort_unstable();
         cedges.dedup();
-        let cedges = self.reduce(n, &order, cedges, &rebuilt);
+        let cedges = self.reduce(n, order, cedges, &rebuilt);
         let mut edges: Vec<(u32, u32)> = cedges.iter().map(|&(u, v)| (name(u), name(v))).collect();
         edges.sort_unstable();
         edges.dedup();

@@ -144,13 +144,6 @@ fn mb(bytes: f64) -> String {
     format!("{:.0}", bytes / (1 << 20) as f64)
 }
 
-fn current_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 fn bench_online(paths: Vec<PathBuf>, data: Option<PathBuf>, sizes: &[usize]) -> anyhow::Result<()> {
     let paths = if paths.is_empty() {
         let d =
@@ -306,7 +299,7 @@ fn bench_stream(
                 on.live(),
                 on.rounds(),
                 on.deleted_total(),
-                mb(current_rss_bytes().unwrap_or(0) as f64)
+                mb(crate::rss_bytes().unwrap_or(0) as f64)
             );
             last = (Instant::now(), i + 1);
         }
