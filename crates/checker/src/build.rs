@@ -119,13 +119,17 @@ impl Built {
 }
 
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but
-/// that an included transaction read from (so they must have committed).
-fn included(h: &History, r: &Resolution) -> (Vec<bool>, usize) {
+/// that an included transaction read from (so they must have committed), or that the caller
+/// knows were read (`committed_unknown`).
+fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bool>, usize) {
     let mut inc: Vec<bool> = h
         .txn_status
         .iter()
         .map(|&s| s == TxnStatus::Committed)
         .collect();
+    for &t in committed_unknown {
+        inc[t as usize] = true;
+    }
     loop {
         let mut changed = false;
         for t in 0..h.num_txns() {
@@ -151,8 +155,13 @@ fn included(h: &History, r: &Resolution) -> (Vec<bool>, usize) {
     (inc, excluded_unknown)
 }
 
-pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<Certificate>> {
-    let (inc, excluded_unknown) = included(h, r);
+pub fn build(
+    h: &History,
+    r: &Resolution,
+    opts: &Options,
+    committed_unknown: &[TxnId],
+) -> Result<Built, Box<Certificate>> {
+    let (inc, excluded_unknown) = included(h, r, committed_unknown);
     // Claims Cobra's logs make that the history contradicts.
     for (op, problem) in &r.problems {
         let t = r.op_txn[*op as usize];
@@ -172,7 +181,12 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
     let mut edges: Vec<(Node, Node)> = Vec::new();
     let mut labels: Vec<Label> = Vec::new();
     let mut chain_of = vec![(u32::MAX, 0u32); ntx];
-    // Session order, skipping transactions that are not included.
+    // Session order, skipping transactions that are not included. A transaction whose outcome
+    // is unknown started after its session's earlier commits, but its commit may land after the
+    // session's later transactions (the client gave up waiting and went on): it gets an edge in
+    // from the last committed transaction before it and none out, and a chain of its own so the
+    // session's chain stays totally ordered. Later transactions follow that last commit.
+    let mut num_chains = h.num_sessions() + 1;
     for s in 0..h.num_sessions() {
         let mut prev: Option<Node> = None;
         let mut pos = 0;
@@ -181,17 +195,24 @@ pub fn build(h: &History, r: &Resolution, opts: &Options) -> Result<Built, Box<C
             if n == u32::MAX {
                 continue;
             }
-            chain_of[n as usize] = (s as u32, pos);
-            pos += 1;
+            let unknown = h.txn_status[t as usize] == TxnStatus::Unknown;
+            if unknown {
+                chain_of[n as usize] = (num_chains as u32, 0);
+                num_chains += 1;
+            } else {
+                chain_of[n as usize] = (s as u32, pos);
+                pos += 1;
+            }
             if let Some(p) = prev {
                 edges.push((p, n));
                 labels.push(Label::fact(EdgeKind::Session, NO_KEY));
             }
-            prev = Some(n);
+            if !unknown {
+                prev = Some(n);
+            }
         }
     }
     chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
-    let num_chains = h.num_sessions() + 1;
 
     // Per transaction: external reads (key, writer node, reader node), installed writes
     // (key, writer node), read-modify-writes (key, predecessor node, node).

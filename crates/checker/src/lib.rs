@@ -165,6 +165,8 @@ pub fn check(h: &History, opts: &Options) -> Result<Report, CheckError> {
 /// transactions (their [`TxnId`] in the round's history) and hubs (`HUB | index`).
 #[derive(Clone, Debug, Default)]
 pub struct Carried {
+    /// Unknown outcomes an earlier round found read (so committed), whose readers may be gone.
+    pub committed_unknown: Vec<TxnId>,
     pub hubs: u32,
     pub edges: Vec<(u32, u32)>,
 }
@@ -192,7 +194,8 @@ pub(crate) fn run(
     };
     let mut stats = CheckStats::default();
     let t1 = Instant::now();
-    let built = build::build(h, &r, opts);
+    let committed_unknown = carried.map_or(&[][..], |c| &c.committed_unknown[..]);
+    let built = build::build(h, &r, opts, committed_unknown);
     let mut b = match built {
         Ok(b) => b,
         Err(cert) => {

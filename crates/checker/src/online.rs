@@ -30,7 +30,7 @@
 use crate::graph::{self, Csr, EdgeKind, Node};
 use crate::{run, Carried, Final, Options, Report, Verdict, HUB};
 use krait_history::cobra::DELETE_WRITE_ID;
-use krait_history::{fxhash::FxHashMap, HistoryBuilder, KeyId, OpKind, TxnStatus};
+use krait_history::{fxhash::FxHashMap, HistoryBuilder, KeyId, OpKind, TxnId, TxnStatus};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -158,6 +158,8 @@ struct Live {
     t: TxnIn,
     /// Op indices of reads whose writer was deleted (left out of later rebuilds).
     ghost: Vec<u32>,
+    /// An unknown outcome that an earlier round found read: it committed, at a time unknown.
+    read_unknown: bool,
     epoch: u32,
     fence: bool,
 }
@@ -552,6 +554,7 @@ impl Online {
                 let id = self.alloc(Live {
                     t: q.t,
                     ghost: Vec::new(),
+                    read_unknown: false,
                     epoch: NONE,
                     fence,
                 });
@@ -580,6 +583,7 @@ impl Online {
             b.set_fence_key(fk);
         }
         let mut txn_slab: Vec<u32> = Vec::with_capacity(self.live_count);
+        let mut committed_unknown: Vec<TxnId> = Vec::new();
         let mut slab_txn: Vec<u32> = vec![NONE; self.slab.len()];
         for s in &self.sessions {
             b.begin_session(s.name.clone());
@@ -610,6 +614,9 @@ impl Online {
                     .map_err(|_| OnlineError::DuplicateTxn { txn: l.t.ext })?;
                 slab_txn[id as usize] = t;
                 txn_slab.push(id);
+                if l.read_unknown {
+                    committed_unknown.push(t);
+                }
             }
         }
         let h = b.finish();
@@ -631,6 +638,7 @@ impl Online {
             }));
         }
         let carried = Carried {
+            committed_unknown,
             hubs: self.hubs,
             edges: self
                 .carried
@@ -667,13 +675,14 @@ impl Online {
             st.time = t0.elapsed();
             return Ok(Some(st));
         }
-        // Unknown-outcome transactions someone read from have committed: keep them in.
+        // Unknown-outcome transactions someone read from have committed: keep them in, still
+        // without a commit point in their session (their readers may be collected later).
         for (t, &id) in txn_slab.iter().enumerate() {
             let l = self.slab[id as usize].as_mut().unwrap();
             if l.t.status == TxnStatus::Unknown
                 && fin.as_ref().is_some_and(|f| f.b.txn_node[t] != NONE)
             {
-                l.t.status = TxnStatus::Committed;
+                l.read_unknown = true;
             }
         }
         let agree = self.agree();
@@ -758,7 +767,11 @@ impl Online {
                     (l.fence, l.epoch)
                 };
                 if !fence {
-                    self.sessions[si].unassigned.push(id);
+                    // An unknown outcome may commit after everything its session does next, so
+                    // no fence bounds it: it never becomes old (epoch NONE).
+                    if self.slab[id as usize].as_ref().unwrap().t.status != TxnStatus::Unknown {
+                        self.sessions[si].unassigned.push(id);
+                    }
                     continue;
                 }
                 let un = std::mem::take(&mut self.sessions[si].unassigned);

@@ -1,5 +1,5 @@
 //! Real-time order for strict serializability without quadratic edges. Ti precedes Tj when Ti's
-//! commit plus the clock-drift allowance is before Tj's start. Instead of every such pair, commit
+//! (known) commit plus the clock-drift allowance is before Tj's start. Instead of every such pair, commit
 //! times become a chain of time-point nodes: Ti → point(commit_i), point → next point, and the
 //! latest point p with time(p) + drift < start_j → Tj. Then Ti ⇝ Tj through points exactly when
 //! Ti precedes Tj in real time, with 3n edges.
@@ -7,19 +7,24 @@
 use crate::build::Built;
 use crate::graph::{EdgeKind, Label, Node, NO_KEY};
 use crate::CheckError;
-use krait_history::{History, NO_TIME};
+use krait_history::{History, TxnStatus, NO_TIME};
 
 /// Adds the real-time edges; returns how many edges were added.
 pub fn add_edges(h: &History, b: &mut Built, drift: u64) -> Result<usize, CheckError> {
     let mut commits: Vec<(u64, Node)> = Vec::with_capacity(b.node_txn.len());
     for (i, &t) in b.node_txn.iter().enumerate() {
         let (s, c) = (h.txn_start[t as usize], h.txn_commit[t as usize]);
-        if s == NO_TIME || c == NO_TIME {
+        // An unknown outcome may have committed at any time after it started: whatever time the
+        // log gives as its end bounds nothing, so it precedes nobody in real time.
+        let unknown = h.txn_status[t as usize] == TxnStatus::Unknown;
+        if s == NO_TIME || (c == NO_TIME && !unknown) {
             return Err(CheckError::MissingTimestamp {
                 txn: h.display_txn(t),
             });
         }
-        commits.push((c, i as Node + 1));
+        if !unknown {
+            commits.push((c, i as Node + 1));
+        }
     }
     commits.sort_unstable();
     let before = b.edges.len();

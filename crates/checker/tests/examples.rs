@@ -312,6 +312,45 @@ fn unknown_outcome_transactions() {
     assert_eq!(rep.stats.unknown_outcome_excluded, 1);
 }
 
+/// The fault seen on PostgreSQL behind a proxy that delays COMMIT responses: the client gives
+/// up on T1 (outcome unknown), reconnects under the same session and commits T2; T1's commit
+/// lands later. Ordering T1 before T2 would give a false G-single; T1 follows only the commits
+/// logged before it.
+#[test]
+fn unknown_outcome_may_commit_after_its_session_goes_on() {
+    let txns = [
+        T::new(0, 1).w("x", 1).status(TxnStatus::Unknown),
+        T::new(0, 2).w("x", 2),
+        T::new(1, 3).r("x", 2),
+        T::new(1, 4).r("x", 1),
+    ];
+    let rep = check(
+        &h(&txns),
+        &Options {
+            want_order: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(rep.verdict, Verdict::Accept);
+    assert_eq!(rep.order.unwrap(), vec![2, 3, 1, 4]);
+    // It still follows what its session committed before it: here x = 0 came first and T1
+    // cannot have committed before T0.
+    let hist = h(&[
+        T::new(0, 10).w("y", 1),
+        T::new(0, 1).r0("y").w("x", 1).status(TxnStatus::Unknown),
+        T::new(1, 3).r("x", 1),
+    ]);
+    let c = reject(&hist);
+    assert_eq!(
+        cycle_kinds(&c),
+        vec![
+            ("T10".into(), EdgeKind::Session, "T1".into()),
+            ("T1".into(), EdgeKind::Rw, "T10".into()),
+        ]
+    );
+}
+
 #[test]
 fn serializable_examples_accept() {
     let hist = h(&[

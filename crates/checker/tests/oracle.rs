@@ -68,15 +68,21 @@ fn order_is_valid(h: &History, order: &[u64]) -> bool {
             return false;
         }
     }
+    // Every transaction after the committed ones logged before it in its session.
     let pos: std::collections::HashMap<u64, usize> =
         order.iter().enumerate().map(|(i, &e)| (e, i)).collect();
     for s in 0..h.num_sessions() {
-        let in_order: Vec<usize> = h
-            .session_range(s)
-            .filter_map(|t| pos.get(&h.txn_ext[t as usize]).copied())
-            .collect();
-        if in_order.windows(2).any(|w| w[0] > w[1]) {
-            return false;
+        let mut last_commit: Option<usize> = None;
+        for t in h.session_range(s) {
+            let Some(&p) = pos.get(&h.txn_ext[t as usize]) else {
+                continue;
+            };
+            if last_commit.is_some_and(|l| l > p) {
+                return false;
+            }
+            if h.txn_status[t as usize] == TxnStatus::Committed {
+                last_commit = Some(p);
+            }
         }
     }
     true

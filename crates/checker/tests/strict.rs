@@ -117,3 +117,44 @@ fn krait_workloads_free_history(n: u64) -> krait_history::History {
     }
     build_history(&txns).unwrap()
 }
+
+/// An unknown outcome may commit at any time after it started: the end time its log gives (when
+/// the client gave up) bounds nothing, and a missing commit time is no error.
+#[test]
+fn unknown_outcome_has_no_commit_time_bound() {
+    // T1's client gave up at t=100; T3 starts at t=200 and still reads the initial x; T2 reads
+    // T1's write later. T1 committed between 200 and 300: strictly serializable.
+    let h = build_history(&[
+        T::new(0, 1)
+            .w("x", 1)
+            .times(10, 100)
+            .status(TxnStatus::Unknown),
+        T::new(1, 3).r0("x").times(200, 210),
+        T::new(1, 2).r("x", 1).times(300, 310),
+    ])
+    .unwrap();
+    assert!(check(&h, &strict(0)).unwrap().verdict.is_accept());
+    // No commit time at all: read, so it takes part, and no exit 2.
+    let h = build_history(&[
+        T::new(0, 1)
+            .w("x", 1)
+            .times(10, krait_history::NO_TIME)
+            .status(TxnStatus::Unknown),
+        T::new(1, 2).r("x", 1).times(300, 310),
+    ])
+    .unwrap();
+    assert!(check(&h, &strict(0)).unwrap().verdict.is_accept());
+    // It still began after what committed before its start: reading a version overwritten by
+    // then is a real-time violation.
+    let h = build_history(&[
+        T::new(0, 1).w("x", 1).times(10, 20),
+        T::new(1, 2)
+            .r0("x")
+            .w("y", 1)
+            .times(100, 200)
+            .status(TxnStatus::Unknown),
+        T::new(2, 3).r("y", 1).times(300, 310),
+    ])
+    .unwrap();
+    assert!(check(&h, &strict(0)).unwrap().verdict.is_reject());
+}

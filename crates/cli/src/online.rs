@@ -220,7 +220,11 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         peak_live: 0,
     };
     let t0 = Instant::now();
-    let mut idle = Instant::now();
+    // When the last growth of the logs had been checked: the logs count as idle only when a
+    // poll finds nothing new and was taken --idle-exit after that, so time spent checking a
+    // long round is never taken for a client that went quiet (its half-written line for a
+    // crash).
+    let mut quiet_since = Instant::now();
     let mut txns = 0u64;
     if !a.json {
         eprintln!(
@@ -234,22 +238,22 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     loop {
-        let ending = w.idle_exit.is_some_and(|d| idle.elapsed() >= d);
-        let polled = if ending {
+        let poll_time = Instant::now();
+        let mut polled = follower.poll(&mut KeyAdapter(&mut on))?;
+        let grew = polled.grew;
+        let ending = !grew
+            && w.idle_exit
+                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d);
+        if ending {
             let (p, warnings) = follower.finish(&mut KeyAdapter(&mut on))?;
             for wn in warnings {
                 eprintln!("warning: {wn}");
             }
-            p
-        } else {
-            follower.poll(&mut KeyAdapter(&mut on))?
-        };
+            polled = p;
+        }
         let step = (|| -> Result<(), krait_checker::online::OnlineError> {
             for s in &polled.new_sessions {
                 on.session(s)?;
-            }
-            if !polled.txns.is_empty() {
-                idle = Instant::now();
             }
             for t in polled.txns {
                 txns += 1;
@@ -286,6 +290,9 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         }
         if on.verdict().is_some() || ending {
             break;
+        }
+        if grew {
+            quiet_since = Instant::now();
         }
         std::thread::sleep(w.interval);
     }

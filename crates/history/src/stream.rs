@@ -32,6 +32,8 @@ pub struct Polled {
     pub provisional: Vec<(KeyId, u64)>,
     /// Session names in the order their files were found (Cobra: one per file).
     pub new_sessions: Vec<String>,
+    /// Whether any file grew (or appeared) since the last poll, even by a part of a record.
+    pub grew: bool,
 }
 
 /// The caller's key table: name → id. Cobra's fence key is named "FZVERSION".
@@ -149,6 +151,7 @@ impl Follower {
                     out.new_sessions.push(session_name(&f));
                 }
                 self.tails.push(Tail::new(f));
+                out.grew = true;
             }
         }
         Ok(())
@@ -159,7 +162,7 @@ impl Follower {
         let mut out = Polled::default();
         self.discover(&mut out)?;
         for i in 0..self.tails.len() {
-            self.tails[i].read_more()?;
+            out.grew |= self.tails[i].read_more()?;
             let before = out.txns.len();
             match self.format {
                 StreamFormat::Jsonl => jsonl_take(&mut self.tails[i], keys, &mut out)?,
@@ -193,8 +196,13 @@ impl Follower {
                 StreamFormat::Jsonl => {
                     let text = String::from_utf8_lossy(&t.buf).trim().to_string();
                     let at = Location::Line(t.line + 1);
-                    match crate::jsonl::repair_line(&text) {
-                        Some(fixed) => {
+                    match crate::jsonl::repair(&text) {
+                        Some(crate::jsonl::Repair::Drop) => warnings.push(format!(
+                            "{}: {at}{}",
+                            t.path.display(),
+                            crate::jsonl::CUT_HEAD
+                        )),
+                        Some(crate::jsonl::Repair::Fixed(fixed, _)) => {
                             let rec = crate::jsonl::parse_stream_line(&fixed, &t.path, at, keys)?;
                             warnings.push(format!(
                                 "{}: {at}the last line is cut short (the client stopped): read as a transaction with outcome {}",
@@ -252,7 +260,7 @@ fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(),
     // A line still being written: its writes may already be visible to readers.
     if !t.buf.is_empty() {
         let text = String::from_utf8_lossy(&t.buf);
-        if let Some(fixed) = crate::jsonl::repair_line(text.trim()) {
+        if let Some(crate::jsonl::Repair::Fixed(fixed, _)) = crate::jsonl::repair(text.trim()) {
             let at = Location::Line(t.line + 1);
             if let Ok(rec) = crate::jsonl::parse_stream_line(&fixed, &t.path, at, keys) {
                 out.provisional.extend(

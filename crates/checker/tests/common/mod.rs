@@ -22,48 +22,48 @@ impl Rng {
 }
 
 /// Is there a serial order of the committed transactions (plus any subset of those with unknown
-/// outcome) that respects session order — and real time, when `strict` gives the drift — in
-/// which every read returns the latest write? Depth-first search over orders, remembering
-/// dead ends by (placed set, latest writer per key).
+/// outcome) in which every read returns the latest write? Session order: a transaction follows
+/// every committed transaction logged before it in its session; a transaction with an unknown
+/// outcome may commit any time after that, so it holds back nobody (docs/semantics.md). Under
+/// `strict` (the drift), a transaction also follows every committed transaction whose commit
+/// plus the drift is before its start. Depth-first search over orders, remembering dead ends by
+/// (placed set, skipped set, latest writer per key).
 pub fn serializable(h: &History, strict: Option<u64>) -> bool {
     let n = h.num_txns();
     assert!(n <= 16);
-    let sessions: Vec<Vec<TxnId>> = (0..h.num_sessions())
-        .map(|s| h.session_range(s).collect())
-        .collect();
+    let sessions = h.txn_sessions();
     let mut state: Vec<Option<u64>> = vec![None; h.num_keys()];
     let mut dead: HashSet<(u32, Vec<Option<u64>>)> = HashSet::new();
     fn go(
         h: &History,
-        sessions: &[Vec<TxnId>],
+        sessions: &[u32],
         strict: Option<u64>,
         done: u32,
         skipped: u32,
         state: &mut Vec<Option<u64>>,
         dead: &mut HashSet<(u32, Vec<Option<u64>>)>,
     ) -> bool {
-        let all_committed = (0..h.num_txns())
-            .all(|t| h.txn_status[t] != TxnStatus::Committed || done & (1 << t) != 0);
+        let n = h.num_txns();
+        let all_committed =
+            (0..n).all(|t| h.txn_status[t] != TxnStatus::Committed || done & (1 << t) != 0);
         if all_committed {
             return true;
         }
         if dead.contains(&(done | (skipped << 16), state.clone())) {
             return false;
         }
-        for s in sessions {
-            // The next transaction of this session not yet placed or skipped.
-            let Some(&t) = s
-                .iter()
-                .find(|&&t| done & (1 << t) == 0 && skipped & (1 << t) == 0)
-            else {
+        for t in 0..n {
+            if done & (1 << t) != 0 || skipped & (1 << t) != 0 {
                 continue;
-            };
-            let st = h.txn_status[t as usize];
+            }
+            let st = h.txn_status[t];
             if st == TxnStatus::Aborted {
-                // Aborted transactions take no part; they do not block their session.
-                if go(h, sessions, strict, done, skipped | (1 << t), state, dead) {
-                    return true;
-                }
+                continue;
+            }
+            // Every committed transaction before it in its session is placed.
+            let ready = (h.session_txns[sessions[t] as usize] as usize..t)
+                .all(|u| h.txn_status[u] != TxnStatus::Committed || done & (1 << u) != 0);
+            if !ready {
                 continue;
             }
             if st == TxnStatus::Unknown
@@ -71,14 +71,13 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
             {
                 return true;
             }
-            // Real time: everything that finished (beyond the drift) before t started must be
+            // Real time: everything that committed (beyond the drift) before t started must be
             // placed already.
             if let Some(d) = strict {
-                let ts = h.txn_start[t as usize];
-                let blocked = (0..h.num_txns()).any(|u| {
-                    u != t as usize
+                let ts = h.txn_start[t];
+                let blocked = (0..n).any(|u| {
+                    u != t
                         && done & (1 << u) == 0
-                        && skipped & (1 << u) == 0
                         && h.txn_status[u] == TxnStatus::Committed
                         && h.txn_commit[u] != NO_TIME
                         && h.txn_commit[u].saturating_add(d) < ts
@@ -89,7 +88,7 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
             }
             let saved = state.clone();
             let mut ok = true;
-            for o in h.ops(t) {
+            for o in h.ops(t as TxnId) {
                 let k = h.op_key[o] as usize;
                 match h.op_kind[o] {
                     OpKind::Write => state[k] = Some(h.op_value[o]),
@@ -122,6 +121,7 @@ pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
     let mut next = 1u64;
     let mut txns = Vec::new();
     let mut time = 0u64;
+    let mut deferred: Vec<(u64, usize, u64)> = Vec::new();
     for i in 0..n {
         let mut t = krait_history::SimpleTxn::new(r.below(nsessions as u64) as usize, 100 + i);
         let nops = 1 + r.below(4);
@@ -162,11 +162,28 @@ pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
             1 => TxnStatus::Unknown,
             _ => TxnStatus::Committed,
         };
+        // Writes of an unknown outcome sometimes land a few transactions later (the commit was
+        // delayed while its session went on); aborted writes are occasionally visible (a G1a).
+        for (due, k, v) in std::mem::take(&mut deferred) {
+            if due <= i {
+                versions[k].push(v);
+            } else {
+                deferred.push((due, k, v));
+            }
+        }
         if status != TxnStatus::Aborted || r.chance(20) {
-            // Aborted writes are occasionally visible (a G1a to find).
+            let delay = if status == TxnStatus::Unknown && r.chance(50) {
+                1 + r.below(3)
+            } else {
+                0
+            };
             for (k, v) in own.iter().enumerate() {
                 if let Some(v) = v {
-                    versions[k].push(*v);
+                    if delay == 0 {
+                        versions[k].push(*v);
+                    } else {
+                        deferred.push((i + delay, k, *v));
+                    }
                 }
             }
         }
