@@ -137,7 +137,17 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
                 continue;
             }
             for o in h.ops(t as TxnId) {
-                if let Some(w) = r.writer_txn(o as u32) {
+                let mut writers: Vec<TxnId> = r.writer_txn(o as u32).into_iter().collect();
+                // Every element of a list read was appended by a transaction that committed.
+                if let Some(list) = h.list_of(o as u32) {
+                    let k = h.op_key[o];
+                    writers.extend(
+                        list.iter()
+                            .filter_map(|v| h.write_index.get(&(k, *v)))
+                            .map(|&w| r.op_txn[w as usize]),
+                    );
+                }
+                for w in writers {
                     if !inc[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
                         inc[w as usize] = true;
                         changed = true;
@@ -297,48 +307,49 @@ pub fn build(
             }
         }
     }
-    // Version order that reads revealed (list-append histories): each pair is a known ww edge,
-    // glued into chains exactly like a read-modify-write.
-    for &(op, a, bv) in &h.version_hints {
-        let reader = r.op_txn[op as usize];
-        if !inc[reader as usize] {
-            continue;
-        }
-        let k = h.op_key[op as usize];
-        let (Some(&oa), Some(&ob)) = (h.write_index.get(&(k, a)), h.write_index.get(&(k, bv)))
-        else {
-            let missing = if h.write_index.contains_key(&(k, a)) {
-                bv
-            } else {
-                a
-            };
-            return Err(Box::new(Certificate::hint_of_nobody(h, r, op, missing)));
-        };
-        let (ta, tb) = (r.op_txn[oa as usize], r.op_txn[ob as usize]);
-        if ta == tb {
-            continue;
-        }
-        for (o, t) in [(oa, ta), (ob, tb)] {
-            if !inc[t as usize] {
-                return Err(Box::new(Certificate::hint_aborted(h, r, op, o)));
-            }
-        }
-        if h.ops(ta)
-            .filter(|&x| x > oa as usize)
-            .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
-        {
-            return Err(Box::new(Certificate::hint_intermediate(h, r, op, oa)));
-        }
-        let (na, nb) = (txn_node[ta as usize], txn_node[tb as usize]);
-        rmws.push((k, na, nb));
-        edges.push((na, nb));
-        labels.push(Label::fact(EdgeKind::Ww, k));
-    }
+    // Read-modify-writes the transactions made themselves, as opposed to steps of a list.
+    let mut real_rmws = if h.has_lists() {
+        rmws.clone()
+    } else {
+        Vec::new()
+    };
+    real_rmws.sort_unstable();
+    lists(
+        h,
+        r,
+        &inc,
+        &txn_node,
+        &mut reads,
+        &mut rmws,
+        &mut edges,
+        &mut labels,
+    )?;
     reads.sort_unstable();
+    // A list read and the read of its last element may state the same read.
+    reads.dedup();
     writes.sort_unstable();
     rmws.sort_unstable();
     // Several reads may reveal the same step of a version order.
     rmws.dedup();
+    if h.has_lists() {
+        // A version directly follows one version: a list read and a read-modify-write (or two
+        // lists) that put different ones right before it cannot both be true.
+        let mut by_succ: Vec<(u32, Node, Node)> = rmws.iter().map(|&(k, p, n)| (k, n, p)).collect();
+        by_succ.sort_unstable();
+        for w in by_succ.windows(2) {
+            if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
+                let t = |n: Node| (n != INIT).then(|| node_txn[n as usize - 1]);
+                return Err(Box::new(Certificate::two_predecessors(
+                    h,
+                    r,
+                    w[0].0,
+                    t(w[0].1).unwrap(),
+                    t(w[0].2),
+                    t(w[1].2),
+                )));
+            }
+        }
+    }
     if opts.combine {
         for w in rmws.windows(2) {
             if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
@@ -349,6 +360,14 @@ pub fn build(
                 } else {
                     Some(node_txn[w[0].1 as usize - 1])
                 };
+                if h.has_lists()
+                    && (real_rmws.binary_search(&w[0]).is_err()
+                        || real_rmws.binary_search(&w[1]).is_err())
+                {
+                    return Err(Box::new(Certificate::two_successors(
+                        h, r, w[0].0, p, t1, t2,
+                    )));
+                }
                 return Err(Box::new(Certificate::lost_update(h, r, w[0].0, p, t1, t2)));
             }
         }
@@ -615,4 +634,98 @@ fn explicit_constraints<'a>(
             }
         }
     }
+}
+
+/// List-append reads (Elle's semantics): the list is the key's version order from the empty
+/// initial list. Each element was appended once by a transaction that committed; its first
+/// element is the key's first version (right after the initial one); two adjacent elements of
+/// one transaction are two consecutive appends of it; two of different transactions are the
+/// last append of one and the first of the next, which directly follows it in the version
+/// order — stated exactly like a read-modify-write (the later writer "read" the earlier), so
+/// chains, coalescing and the plain encoding all keep it.
+fn lists(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    txn_node: &[Node],
+    reads: &mut Vec<(u32, Node, Node)>,
+    rmws: &mut Vec<(u32, Node, Node)>,
+    edges: &mut Vec<(Node, Node)>,
+    labels: &mut Vec<Label>,
+) -> Result<(), Box<Certificate>> {
+    let mut seen: krait_history::fxhash::FxHashSet<u64> = Default::default();
+    for &(op, _, _) in &h.list_reads {
+        let reader = r.op_txn[op as usize];
+        if !inc[reader as usize] {
+            continue;
+        }
+        let list = h.list_of(op).unwrap();
+        let k = h.op_key[op as usize];
+        seen.clear();
+        let mut prev: Option<(u32, TxnId)> = None;
+        for &v in list {
+            if !seen.insert(v) {
+                return Err(Box::new(Certificate::duplicate_element(h, r, op, v)));
+            }
+            let Some(&w) = h.write_index.get(&(k, v)) else {
+                return Err(Box::new(Certificate::hint_of_nobody(h, r, op, v)));
+            };
+            let t = r.op_txn[w as usize];
+            if !inc[t as usize] {
+                return Err(Box::new(Certificate::hint_aborted(h, r, op, w)));
+            }
+            if t == reader && w > op {
+                return Err(Box::new(Certificate::future_read(h, r, t, op)));
+            }
+            let writes_k = |lo: usize, hi: usize| {
+                (lo..hi).any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+            };
+            let ops_t = h.ops(t);
+            match prev {
+                Some((pw, pt)) if pt == t => {
+                    // Two appends of one transaction: consecutive, in program order.
+                    if pw > w || writes_k(pw as usize + 1, w as usize) {
+                        return Err(Box::new(Certificate::list_skips(
+                            h,
+                            r,
+                            op,
+                            w,
+                            "does not directly follow its own transaction's previous append",
+                        )));
+                    }
+                }
+                _ => {
+                    // A transaction's appends start here: this must be its first.
+                    if writes_k(ops_t.start, w as usize) {
+                        return Err(Box::new(Certificate::list_skips(
+                            h,
+                            r,
+                            op,
+                            w,
+                            "is not preceded by its transaction's earlier append",
+                        )));
+                    }
+                    let before = match prev {
+                        None => INIT,
+                        Some((pw, pt)) => {
+                            // The previous transaction's appends end here: its last.
+                            if writes_k(pw as usize + 1, h.ops(pt).end) {
+                                return Err(Box::new(Certificate::hint_intermediate(h, r, op, pw)));
+                            }
+                            txn_node[pt as usize]
+                        }
+                    };
+                    let n = txn_node[t as usize];
+                    reads.push((k, before, n));
+                    rmws.push((k, before, n));
+                    if before != INIT {
+                        edges.push((before, n));
+                        labels.push(Label::fact(EdgeKind::Ww, k));
+                    }
+                }
+            }
+            prev = Some((w, t));
+        }
+    }
+    Ok(())
 }

@@ -50,6 +50,13 @@ pub enum Anomaly {
     /// The log's claims about a read contradict the write it names.
     #[serde(rename = "garbage-read")]
     GarbageRead,
+    /// A list-append read returned one element twice.
+    #[serde(rename = "duplicate-elements")]
+    DuplicateElements,
+    /// A list-append read whose order no version order can give: it skips or reorders appends
+    /// of one transaction, or puts something before a transaction's first append.
+    #[serde(rename = "incompatible-order")]
+    IncompatibleOrder,
     /// No single cycle: a set of constraints none of whose choices is acyclic.
     #[serde(rename = "unsatisfiable-constraints")]
     Unsatisfiable,
@@ -78,6 +85,8 @@ impl Anomaly {
             Anomaly::ReadOfNobody => "read of a value nobody wrote",
             Anomaly::GarbageRead => "garbage read",
             Anomaly::StaleRead => "stale read (of a superseded write)",
+            Anomaly::DuplicateElements => "duplicate elements (a list read holds a value twice)",
+            Anomaly::IncompatibleOrder => "incompatible order (a list read no version order gives)",
             Anomaly::Unsatisfiable => "unsatisfiable constraints (no acyclic version order)",
         }
     }
@@ -387,6 +396,82 @@ impl Certificate {
             txn_name(h, wt)
         );
         simple(Anomaly::G1a, summary, h, r, &[t, wt])
+    }
+
+    pub fn duplicate_element(h: &History, r: &Resolution, op: u32, v: u64) -> Certificate {
+        let t = r.op_txn[op as usize];
+        let k = key_name(h, h.op_key[op as usize]);
+        let summary = format!(
+            "{} read {k} as a list holding {v} twice: a value appended once is in the list once",
+            txn_name(h, t)
+        );
+        simple(Anomaly::DuplicateElements, summary, h, r, &[t])
+    }
+
+    /// `w` is an append the list shows at the wrong place: `skipped` (an append of the same
+    /// transaction, to the same key) should have come right before it (or right after `prev`).
+    pub fn list_skips(h: &History, r: &Resolution, op: u32, w: u32, what: &str) -> Certificate {
+        let t = r.op_txn[op as usize];
+        let wt = r.op_txn[w as usize];
+        let k = key_name(h, h.op_key[op as usize]);
+        let summary = format!(
+            "{} read {k} as a list in which {} {what}: {} appended to {k} in another order or more than that",
+            txn_name(h, t),
+            h.op_value[w as usize],
+            txn_name(h, wt)
+        );
+        let mut ts = vec![t];
+        if wt != t {
+            ts.push(wt);
+        }
+        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
+    }
+
+    /// Two different versions are each said to come right before `t`'s write of key `k`.
+    pub fn two_predecessors(
+        h: &History,
+        r: &Resolution,
+        k: u32,
+        t: TxnId,
+        a: Option<TxnId>,
+        b: Option<TxnId>,
+    ) -> Certificate {
+        let kn = key_name(h, k);
+        let name = |x: Option<TxnId>| match x {
+            Some(x) => format!("{}'s version", txn_name(h, x)),
+            None => "the initial version".to_string(),
+        };
+        let summary = format!(
+            "{}'s write of {kn} directly follows both {} and {} (a list read or a read-modify-write says each): a version has one predecessor",
+            txn_name(h, t),
+            name(a),
+            name(b)
+        );
+        let ts: Vec<TxnId> = [Some(t), a, b].into_iter().flatten().collect();
+        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
+    }
+
+    /// Two versions are each said to come right after the same one (`p`, None: the initial).
+    pub fn two_successors(
+        h: &History,
+        r: &Resolution,
+        k: u32,
+        p: Option<TxnId>,
+        t1: TxnId,
+        t2: TxnId,
+    ) -> Certificate {
+        let kn = key_name(h, k);
+        let version = match p {
+            Some(p) => format!("{}'s version of {kn}", txn_name(h, p)),
+            None => format!("the initial version of {kn}"),
+        };
+        let summary = format!(
+            "{version} is directly followed by both {}'s and {}'s writes (a list read or a read-modify-write says each): the reads of {kn} disagree on its order",
+            txn_name(h, t1),
+            txn_name(h, t2)
+        );
+        let ts: Vec<TxnId> = [p, Some(t1), Some(t2)].into_iter().flatten().collect();
+        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
     }
 
     pub fn hint_intermediate(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {

@@ -43,8 +43,26 @@ pub struct TxnIn {
     pub start: u64,
     pub commit: u64,
     pub ops: Vec<(OpKind, KeyId, u64)>,
+    /// (op index, list) of list-append reads: the op reads the list's last element.
+    pub lists: Vec<(u32, Vec<u64>)>,
     /// Cobra's claims per op: (value hash, named writer txn); empty when the format has none.
     pub claims: Vec<(u64, u64)>,
+}
+
+impl TxnIn {
+    /// Every (key, value) a read needs a write of: read values and list elements.
+    fn needs(&self) -> impl Iterator<Item = (KeyId, u64)> + '_ {
+        let reads = self
+            .ops
+            .iter()
+            .filter(|o| o.0 == OpKind::Read)
+            .map(|o| (o.1, o.2));
+        let elements = self.lists.iter().flat_map(move |(i, l)| {
+            let k = self.ops[*i as usize].1;
+            l.iter().map(move |&v| (k, v))
+        });
+        reads.chain(elements)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -128,6 +146,7 @@ pub enum OnlineError {
     DuplicateWrite { txn: u64, key: String, value: u64 },
     DuplicateTxn { txn: u64 },
     LateSession { name: String },
+    ListsAfterGc { txn: u64 },
     Check(crate::CheckError),
 }
 
@@ -142,6 +161,10 @@ impl std::fmt::Display for OnlineError {
             OnlineError::LateSession { name } => write!(
                 f,
                 "session {name} appeared after transactions were garbage-collected; the epoch guarantee needs every session from the start (start watching before the clients, or use --no-gc)"
+            ),
+            OnlineError::ListsAfterGc { txn } => write!(
+                f,
+                "transaction {txn} has a list-append read, but transactions were already garbage-collected and a list needs its key's whole version order (check with --no-gc)"
             ),
             OnlineError::Check(e) => write!(f, "{e}"),
         }
@@ -226,6 +249,9 @@ pub struct Online {
     pub min_sessions: usize,
     /// Collect nothing while set (watch mode: a log file has not named its session yet).
     pub hold_gc: bool,
+    /// A list-append read was admitted: its whole list pins the key's version order from the
+    /// initial version on, which the deleted prefix no longer shows, so nothing is collected.
+    lists_seen: bool,
 }
 
 impl Online {
@@ -255,6 +281,7 @@ impl Online {
             last_deleted: Vec::new(),
             min_sessions: 0,
             hold_gc: false,
+            lists_seen: false,
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
             init_value: FxHashMap::default(),
@@ -316,6 +343,12 @@ impl Online {
 
     pub fn push(&mut self, t: TxnIn) -> Result<(), OnlineError> {
         self.seq += 1;
+        if !t.lists.is_empty() {
+            if self.deleted_total > 0 {
+                return Err(OnlineError::ListsAfterGc { txn: t.ext });
+            }
+            self.lists_seen = true;
+        }
         for &(kind, k, v) in &t.ops {
             if self.indexed_write(kind, v) {
                 if self.writes.contains_key(&(k, v)) {
@@ -399,10 +432,7 @@ impl Online {
                     let mut block = after_blocked;
                     // An aborted transaction's reads mean nothing: they never wait.
                     if !block && q.t.status != TxnStatus::Aborted {
-                        for &(kind, k, v) in &q.t.ops {
-                            if kind != OpKind::Read {
-                                continue;
-                            }
+                        for (k, v) in q.t.needs() {
                             match self.writes.get(&(k, v)) {
                                 None if self.deleted_writes.contains_key(&(k, v))
                                     || self.is_init_value(k, v) => {}
@@ -604,6 +634,9 @@ impl Online {
                     } else {
                         b.op_unindexed(kind, k, v);
                     }
+                    if let Some((_, list)) = l.t.lists.iter().find(|x| x.0 as usize == i) {
+                        b.list(list);
+                    }
                     if self.cobra_claims {
                         let (vh, w) = l.t.claims.get(i).copied().unwrap_or((0, 0));
                         b.cobra_claim(vh, w);
@@ -690,7 +723,7 @@ impl Online {
         let t_check = t0.elapsed();
         if let Some(fin) = fin {
             // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying.
-            if agree >= 2 {
+            if agree >= 2 && !self.lists_seen {
                 st.deleted = self.collect(&fin, &txn_slab, agree);
             }
         }
@@ -1397,6 +1430,13 @@ pub fn replay(
             .ops(t)
             .map(|o| (h.op_kind[o], h.op_key[o], h.op_value[o]))
             .collect();
+        let lists = h
+            .ops(t)
+            .filter_map(|o| {
+                h.list_of(o as u32)
+                    .map(|l| ((o - h.ops(t).start) as u32, l.to_vec()))
+            })
+            .collect();
         let claims = match &h.cobra {
             Some(c) => h
                 .ops(t)
@@ -1411,6 +1451,7 @@ pub fn replay(
             start: h.txn_start[t as usize],
             commit: h.txn_commit[t as usize],
             ops,
+            lists,
             claims,
         })?;
         if fed[s] == len[s] {

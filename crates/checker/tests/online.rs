@@ -32,6 +32,11 @@ fn push_all(on: &mut Online, txns: &[SimpleTxn]) {
             start: t.start,
             commit: t.commit,
             ops,
+            lists: t
+                .lists
+                .iter()
+                .map(|(i, l)| (*i as u32, l.clone()))
+                .collect(),
             claims: Vec::new(),
         })
         .unwrap();

@@ -281,6 +281,7 @@ fn bench_stream(
                 .iter()
                 .map(|&(k, key, v)| (k, key_ids[key as usize], v))
                 .collect(),
+            lists: Vec::new(),
             claims: Vec::new(),
         })?;
         if (i + 1) % round_size == 0 {

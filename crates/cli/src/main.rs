@@ -357,10 +357,13 @@ fn save(h: &krait_history::History, out: &Path, timestamps: bool) -> anyhow::Res
         krait_history::jsonl::write_file(h, out)
             .with_context(|| format!("writing {}", out.display()))?;
     } else {
-        let skipped = krait_history::cobra::write_dir(h, out, timestamps)
+        let (skipped, own) = krait_history::cobra::write_dir(h, out, timestamps)
             .with_context(|| format!("writing {}", out.display()))?;
         if skipped > 0 {
-            eprintln!("warning: {skipped} transactions that did not commit were left out (Cobra logs hold committed ones only)");
+            eprintln!("warning: {skipped} transactions that did not commit (or whose unknown outcome nobody read) were left out (Cobra logs hold committed ones only)");
+        }
+        if own > 0 {
+            eprintln!("warning: {own} transactions with an unknown outcome that others read are written as committed, each in a log of its own (Cobra logs have no unknown outcomes)");
         }
     }
     Ok(())

@@ -265,6 +265,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                     start: t.start,
                     commit: t.commit,
                     ops: t.ops,
+                    lists: t.lists,
                     claims: t.claims,
                 })?;
             }

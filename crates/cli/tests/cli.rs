@@ -171,7 +171,7 @@ fn elle_list_append_orders_versions() {
         krait().arg("check").arg(&okp).status().unwrap().code(),
         Some(0)
     );
-    // Two reads disagree on the order of the appends: a write cycle.
+    // Two reads disagree on the order of the appends (Elle: incompatible-order).
     let out = krait()
         .args(["check", "--json"])
         .arg(&badp)
@@ -179,7 +179,7 @@ fn elle_list_append_orders_versions() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["anomaly"], "G0", "{v}");
+    assert_eq!(v["anomaly"], "incompatible-order", "{v}");
 }
 
 /// `krait watch` follows the logs while `krait run` is still writing them (SQLite, 4 clients,

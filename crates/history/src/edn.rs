@@ -787,11 +787,10 @@ impl Reader<'_> {
                         match vals.last() {
                             None => push(&mut self.col, &mut t, &name, OpKind::ReadInit, 0, at),
                             Some(&last) => {
-                                push(&mut self.col, &mut t, &name, OpKind::Read, last, at);
-                                let i = (t.ops.len() - 1) as u32;
-                                t.hints.extend(vals.windows(2).map(|w| (i, w[0], w[1])));
+                                push(&mut self.col, &mut t, &name, OpKind::Read, last, at)
                             }
                         }
+                        t.lists.push(((t.ops.len() - 1) as u32, vals));
                     }
                     other => {
                         return Err(self.err(

@@ -42,7 +42,44 @@ struct LineIn<'a> {
     #[serde(default)]
     commit: Option<u64>,
     #[serde(borrow)]
-    ops: Vec<(Cow<'a, str>, Name<'a>, Option<u64>)>,
+    ops: Vec<(Cow<'a, str>, Name<'a>, OpVal)>,
+}
+
+/// An op's value: a number, `null` (the initial state), or a list (a list-append read).
+enum OpVal {
+    Null,
+    Num(u64),
+    List(Vec<u64>),
+}
+
+impl<'de> Deserialize<'de> for OpVal {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // By hand rather than `untagged`, which would buffer every value.
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OpVal;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an unsigned integer, null or a list of unsigned integers")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<OpVal, E> {
+                Ok(OpVal::Num(v))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<OpVal, E> {
+                Ok(OpVal::Null)
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<OpVal, E> {
+                Ok(OpVal::Null)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<OpVal, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = a.next_element::<u64>()? {
+                    v.push(x);
+                }
+                Ok(OpVal::List(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 struct Pending {
@@ -53,6 +90,8 @@ struct Pending {
     start: u64,
     commit: u64,
     ops: Vec<(OpKind, KeyId, u64)>,
+    /// (op index, list) of list-append reads.
+    lists: Vec<(u32, Vec<u64>)>,
 }
 
 pub struct Loaded {
@@ -205,12 +244,14 @@ pub(crate) fn parse_stream_line(
         .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
     let status = parse_status(l.status.as_deref(), path, at)?;
     let mut ops = Vec::with_capacity(l.ops.len());
+    let mut lists = Vec::new();
     for (i, (kind, key, value)) in l.ops.iter().enumerate() {
         let k = keys.key(&key.to_key());
-        ops.push(parse_op(i, kind, k, *value, path, at)?);
+        ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
     }
     check_times(&l, path, at)?;
     Ok(crate::stream::StreamTxn {
+        lists,
         session: l.session.to_key().into_owned(),
         ext: l.txn,
         status,
@@ -251,21 +292,29 @@ fn parse_op(
     i: usize,
     kind: &str,
     k: KeyId,
-    value: Option<u64>,
+    value: &OpVal,
+    lists: &mut Vec<(u32, Vec<u64>)>,
     path: &Path,
     at: Location,
 ) -> Result<(OpKind, KeyId, u64), InputError> {
     Ok(match (kind, value) {
-        ("w", Some(v)) => (OpKind::Write, k, v),
-        ("w", None) => {
+        ("w", OpVal::Num(v)) => (OpKind::Write, k, *v),
+        ("w", _) => {
             return Err(InputError::new(
                 path,
                 at,
                 format!("op {i}: a write needs a value"),
             ))
         }
-        ("r", Some(v)) => (OpKind::Read, k, v),
-        ("r", None) => (OpKind::ReadInit, k, 0),
+        ("r", OpVal::Num(v)) => (OpKind::Read, k, *v),
+        ("r", OpVal::Null) => (OpKind::ReadInit, k, 0),
+        ("r", OpVal::List(l)) => {
+            lists.push((i as u32, l.clone()));
+            match l.last() {
+                Some(&v) => (OpKind::Read, k, v),
+                None => (OpKind::ReadInit, k, 0),
+            }
+        }
         (other, _) => {
             return Err(InputError::new(
                 path,
@@ -361,8 +410,13 @@ pub fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loa
         b.begin_session(name);
         for p in txns {
             let path = paths[p.file].as_path();
-            for &(kind, k, v) in &p.ops {
-                if b.op(kind, k, v).is_err() {
+            let mut lists = p.lists.iter().peekable();
+            for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
+                let added = b.op(kind, k, v);
+                if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
+                    b.list(l);
+                }
+                if added.is_err() {
                     return Err(InputError::new(
                         path,
                         Location::Line(p.line),
@@ -408,13 +462,14 @@ fn parse_line(
 ) -> Result<(), InputError> {
     let status = parse_status(l.status.as_deref(), path, at)?;
     let mut ops = Vec::with_capacity(l.ops.len());
+    let mut lists = Vec::new();
     for (i, (kind, key, value)) in l.ops.iter().enumerate() {
         let k = b.key(&key.to_key());
         if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
             *fence = Some(k);
             b.set_fence_key(k);
         }
-        let op = parse_op(i, kind, k, *value, path, at)?;
+        let op = parse_op(i, kind, k, value, &mut lists, path, at)?;
         ops.push(op);
     }
     let sname = l.session.to_key().into_owned();
@@ -431,6 +486,7 @@ fn parse_line(
         start: l.start.unwrap_or(NO_TIME),
         commit: l.commit.unwrap_or(NO_TIME),
         ops,
+        lists,
     });
     Ok(())
 }
@@ -462,10 +518,11 @@ pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
                     line.push(',');
                 }
                 let key = serde_json::to_string(&h.keys[h.op_key[o] as usize]).unwrap();
-                let _ = match h.op_kind[o] {
-                    OpKind::Write => write!(line, "[\"w\",{key},{}]", h.op_value[o]),
-                    OpKind::Read => write!(line, "[\"r\",{key},{}]", h.op_value[o]),
-                    OpKind::ReadInit => write!(line, "[\"r\",{key},null]"),
+                let _ = match (h.op_kind[o], h.list_of(o as u32)) {
+                    (OpKind::Write, _) => write!(line, "[\"w\",{key},{}]", h.op_value[o]),
+                    (_, Some(list)) => write!(line, "[\"r\",{key},{list:?}]"),
+                    (OpKind::Read, _) => write!(line, "[\"r\",{key},{}]", h.op_value[o]),
+                    (OpKind::ReadInit, _) => write!(line, "[\"r\",{key},null]"),
                 };
             }
             line.push_str("]}\n");

@@ -91,10 +91,11 @@ pub struct History {
     pub write_index: FxHashMap<(KeyId, u64), OpId>,
     /// External transaction id → dense id.
     pub txn_index: FxHashMap<u64, TxnId>,
-    /// Version order revealed by reads (list-append histories): `(read op, a, b)` says the read
-    /// saw that the write of value `a` to the op's key is immediately followed by the write of
-    /// value `b`.
-    pub version_hints: Vec<(OpId, u64, u64)>,
+    /// List-append reads (Elle): `(read op, start, end)`, sorted by op, says the read returned
+    /// the whole list `list_values[start..end]` — the key's versions from the empty initial
+    /// list, in order. The op itself reads the last element (or the initial state when empty).
+    pub list_reads: Vec<(OpId, u32, u32)>,
+    pub list_values: Vec<u64>,
 }
 
 impl History {
@@ -143,6 +144,15 @@ impl History {
         !r.is_empty()
             && self.op_key[r.start] == fk
             && matches!(self.op_kind[r.start], OpKind::Read | OpKind::ReadInit)
+    }
+    /// The list a list-append read returned, if the op is one.
+    pub fn list_of(&self, op: OpId) -> Option<&[u64]> {
+        let i = self.list_reads.partition_point(|l| l.0 < op);
+        let &(o, a, b) = self.list_reads.get(i)?;
+        (o == op).then(|| &self.list_values[a as usize..b as usize])
+    }
+    pub fn has_lists(&self) -> bool {
+        !self.list_reads.is_empty()
     }
     pub fn display_txn(&self, t: TxnId) -> String {
         format!("T{}", self.txn_ext[t as usize])
@@ -242,11 +252,23 @@ impl HistoryBuilder {
         self.h.op_key.push(key);
         self.h.op_value.push(value);
     }
-    /// Records that the last operation added (a read) saw value `a` immediately followed by `b`
-    /// in its key's version order.
-    pub fn version_hint(&mut self, a: u64, b: u64) {
+    /// Records that the last operation added (a read of the last element, or of the initial
+    /// state when the list is empty) returned this whole list (list-append).
+    pub fn list(&mut self, values: &[u64]) {
         let op = self.h.op_kind.len() as OpId - 1;
-        self.h.version_hints.push((op, a, b));
+        let a = self.h.list_values.len() as u32;
+        self.h.list_values.extend_from_slice(values);
+        self.h
+            .list_reads
+            .push((op, a, self.h.list_values.len() as u32));
+    }
+    /// Adds a list-append read: of the last element, or of the initial state when empty.
+    pub fn list_read(&mut self, key: KeyId, values: &[u64]) {
+        match values.last() {
+            Some(&v) => self.push_op(OpKind::Read, key, v),
+            None => self.push_op(OpKind::ReadInit, key, 0),
+        }
+        self.list(values);
     }
     pub fn cobra_claim(&mut self, value_hash: u64, read_writer: u64) {
         let c = self.h.cobra.as_mut().expect("cobra claims enabled");
@@ -256,9 +278,15 @@ impl HistoryBuilder {
     /// Drops operations added since the last finished transaction (a truncated transaction).
     pub fn discard_open_ops(&mut self) {
         let keep = *self.h.txn_ops.last().unwrap() as usize;
-        self.h
-            .version_hints
-            .retain(|&(op, _, _)| (op as usize) < keep);
+        while self
+            .h
+            .list_reads
+            .last()
+            .is_some_and(|l| l.0 as usize >= keep)
+        {
+            let (_, a, _) = self.h.list_reads.pop().unwrap();
+            self.h.list_values.truncate(a as usize);
+        }
         for i in keep..self.h.op_kind.len() {
             if self.h.op_kind[i] == OpKind::Write {
                 let k = (self.h.op_key[i], self.h.op_value[i]);
@@ -313,6 +341,8 @@ pub struct SimpleTxn {
     pub status: TxnStatus,
     /// (kind, key, value); the value of a `ReadInit` is ignored.
     pub ops: Vec<(OpKind, String, u64)>,
+    /// (op index, list) for list-append reads.
+    pub lists: Vec<(usize, Vec<u64>)>,
     pub start: u64,
     pub commit: u64,
 }
@@ -324,6 +354,7 @@ impl SimpleTxn {
             id,
             status: TxnStatus::Committed,
             ops: Vec::new(),
+            lists: Vec::new(),
             start: NO_TIME,
             commit: NO_TIME,
         }
@@ -334,6 +365,15 @@ impl SimpleTxn {
     }
     pub fn r0(mut self, key: &str) -> Self {
         self.ops.push((OpKind::ReadInit, key.to_string(), 0));
+        self
+    }
+    /// A list-append read that returned this whole list (`[]`: the initial, empty list).
+    pub fn rl(mut self, key: &str, list: &[u64]) -> Self {
+        self.lists.push((self.ops.len(), list.to_vec()));
+        match list.last() {
+            Some(&v) => self.ops.push((OpKind::Read, key.to_string(), v)),
+            None => self.ops.push((OpKind::ReadInit, key.to_string(), 0)),
+        }
         self
     }
     pub fn w(mut self, key: &str, value: u64) -> Self {
@@ -359,13 +399,16 @@ pub fn build_history(txns: &[SimpleTxn]) -> Result<History, String> {
     for s in 0..nsessions {
         b.begin_session(format!("s{s}"));
         for t in txns.iter().filter(|t| t.session == s) {
-            for (kind, key, value) in &t.ops {
+            for (i, (kind, key, value)) in t.ops.iter().enumerate() {
                 let k = b.key(key);
                 if key == NATIVE_FENCE_KEY {
                     b.set_fence_key(k);
                 }
                 b.op(*kind, k, *value)
                     .map_err(|_| format!("key {key} written with {value} twice"))?;
+                if let Some((_, l)) = t.lists.iter().find(|l| l.0 == i) {
+                    b.list(l);
+                }
             }
             b.finish_txn(t.id, t.status, t.start, t.commit)
                 .map_err(|_| format!("txn id {} used twice", t.id))?;

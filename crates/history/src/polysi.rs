@@ -32,8 +32,8 @@ pub(crate) struct PTxn {
     pub commit: u64,
     pub at: Location,
     pub ops: Vec<POp>,
-    /// `(i, a, b)`: the read `ops[i]` saw value `a` immediately followed by `b` (list-append).
-    pub hints: Vec<(u32, u64, u64)>,
+    /// `(i, list)`: the read `ops[i]` returned this whole list (list-append).
+    pub lists: Vec<(u32, Vec<u64>)>,
 }
 
 impl PTxn {
@@ -45,7 +45,7 @@ impl PTxn {
             commit: NO_TIME,
             at,
             ops: Vec::new(),
-            hints: Vec::new(),
+            lists: Vec::new(),
         }
     }
 }
@@ -114,7 +114,7 @@ impl Collector {
             }
             b.begin_session(name);
             for t in txns {
-                let mut hints = t.hints.iter().peekable();
+                let mut lists = t.lists.iter().peekable();
                 for (i, o) in t.ops.iter().enumerate() {
                     let kind = if zero_is_initial
                         && o.kind == OpKind::Read
@@ -139,12 +139,8 @@ impl Collector {
                         ));
                     }
                     op_at.push(o.at);
-                    while let Some(&&(j, a, c)) = hints.peek() {
-                        if j as usize != i {
-                            break;
-                        }
-                        b.version_hint(a, c);
-                        hints.next();
+                    if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
+                        b.list(l);
                     }
                 }
                 match b.finish_txn(t.ext, t.status, t.start, t.commit) {

@@ -20,6 +20,8 @@ pub struct StreamTxn {
     pub start: u64,
     pub commit: u64,
     pub ops: Vec<(OpKind, KeyId, u64)>,
+    /// (op index, list) of list-append reads (native logs).
+    pub lists: Vec<(u32, Vec<u64>)>,
     /// Cobra: (value hash, named writer) per op; empty for native logs.
     pub claims: Vec<(u64, u64)>,
 }
@@ -354,6 +356,7 @@ fn cobra_take(
                 match open {
                     Some((o, start)) if o == id => {
                         out.txns.push(StreamTxn {
+                            lists: Vec::new(),
                             session: session.clone(),
                             ext: id,
                             status: TxnStatus::Committed,

@@ -8,7 +8,7 @@ use krait_history::{
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The history as text: sessions, transactions (id, status, times, ops), then version hints.
+/// The history as text: sessions, transactions (id, status, times, ops), then list reads.
 fn render(h: &History) -> String {
     let mut out = String::new();
     for s in 0..h.num_sessions() {
@@ -43,8 +43,8 @@ fn render(h: &History) -> String {
             out.push('\n');
         }
     }
-    for &(op, a, b) in &h.version_hints {
-        let _ = writeln!(out, "hint op{op}: {a} then {b}");
+    for &(op, _, _) in &h.list_reads {
+        let _ = writeln!(out, "list op{op}: {:?}", h.list_of(op).unwrap());
     }
     out
 }
@@ -120,7 +120,7 @@ fn edn_rw_register_pairs_invocations_with_completions() {
 }
 
 #[test]
-fn edn_list_append_reads_give_the_last_element_and_version_hints() {
+fn edn_list_append_reads_give_the_last_element_and_the_list() {
     // One vector of ops, no :process (one nameless process), a tagged record, a discarded
     // form, comments, sets, strings with escapes, symbols, floats and characters in fields the
     // reader ignores, lists as transactions.
@@ -146,14 +146,18 @@ nil:
   T2 committed: r x=1 w x=3 r y=2
   T4 committed: r x=3 r z=init
   T6 committed: w 10=4 r 10=4
-hint op5: 1 then 3
+list op2: [1]
+list op4: [2]
+list op5: [1, 3]
+list op6: []
+list op8: [4]
 "
     );
     assert!(w.is_empty(), "{w:?}");
 }
 
 #[test]
-fn edn_long_list_reads_hint_every_adjacent_pair() {
+fn edn_long_list_reads_keep_the_whole_list() {
     let text = "\
 {:type :invoke, :process 0, :value [[:append 5 1] [:append 5 2] [:append 5 3]]}
 {:type :ok, :process 0, :value [[:append 5 1] [:append 5 2] [:append 5 3]]}
@@ -161,15 +165,15 @@ fn edn_long_list_reads_hint_every_adjacent_pair() {
 {:type :ok, :process 0, :value [[:r 5 [1 2 3]]]}
 ";
     let l = edn::read(text.as_bytes(), &p("h.edn")).unwrap();
-    assert_eq!(l.history.version_hints, vec![(3, 1, 2), (3, 2, 3)]);
+    assert_eq!(l.history.list_reads, vec![(3, 0, 3)]);
+    assert_eq!(l.history.list_of(3), Some(&[1, 2, 3][..]));
     assert_eq!(
         render(&l.history),
         "\
 0:
   T0 committed: w 5=1 w 5=2 w 5=3
   T2 committed: r 5=3
-hint op3: 1 then 2
-hint op3: 2 then 3
+list op3: [1, 2, 3]
 "
     );
 }
