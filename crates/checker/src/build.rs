@@ -51,6 +51,8 @@ pub struct Built {
     /// Chains awaiting pairing into constraints: `chain_recs[a..b]` for each (key, a, b).
     pub chain_recs: Vec<ChainRec>,
     pub chain_keys: Vec<(u32, u32, u32)>,
+    /// Per gate node (from `first_gate` on): the chain tail whose readers it follows, and key.
+    pub gate_of: Vec<(Node, u32)>,
 }
 
 impl Built {
@@ -389,6 +391,7 @@ pub fn build(
         excluded_unknown,
         chain_recs: Vec::new(),
         chain_keys: Vec::new(),
+        gate_of: Vec::new(),
     };
     chains_and_constraints(&mut b, &reads, &writes, &rmws, opts);
     b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
@@ -500,6 +503,7 @@ fn chains_and_constraints(
                         _ => {
                             let g = b.num_nodes as Node;
                             b.num_nodes += 1;
+                            b.gate_of.push((tail, k));
                             for r in rs {
                                 b.edges.push((r.2, g));
                                 b.labels.push(Label::fact(EdgeKind::Rw, k));

@@ -442,7 +442,7 @@ impl Certificate {
             None => "the initial version".to_string(),
         };
         let summary = format!(
-            "{}'s write of {kn} directly follows both {} and {} (a list read or a read-modify-write says each): a version has one predecessor",
+            "{}'s write of {kn} directly follows both {} and {} (a list read or a read-modify-write says each): a version has one predecessor, so the reads of {kn} disagree on its order",
             txn_name(h, t),
             name(a),
             name(b)
@@ -569,7 +569,15 @@ impl Explainer<'_> {
         match self.b.txn_of(n) {
             Some(t) => txn_name(self.h, t),
             None if n == INIT => "INIT".to_string(),
-            None => format!("gate{}", n - self.b.first_gate),
+            // A gate stands for "after every reader of a chain's last version".
+            None => match self.b.gate_of.get((n - self.b.first_gate) as usize) {
+                Some(&(tail, k)) => format!(
+                    "the readers of {}'s {}",
+                    self.node_name(tail),
+                    key_name(self.h, k)
+                ),
+                None => format!("node {n}"),
+            },
         }
     }
 
@@ -626,6 +634,9 @@ impl Explainer<'_> {
                 ),
                 _ => format!("{a}'s write of {kn} precedes {b}'s"),
             },
+            EdgeKind::Rw if u >= self.b.first_gate => {
+                format!("{a} read {kn}, each before {b} overwrote the version they read")
+            }
             EdgeKind::Rw => match self.read_of(u, l.key) {
                 Some(o) => format!(
                     "{a} read {kn} = {}, which {b} overwrote",

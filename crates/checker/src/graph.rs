@@ -12,7 +12,8 @@ pub type Node = u32;
 pub enum EdgeKind {
     /// Session order.
     Session,
-    /// Real-time order (strict serializability).
+    /// Real-time order (strict serializability); "rt" in JSON as in text.
+    #[serde(rename = "rt")]
     RealTime,
     /// Write → read of the version written.
     Wr,

@@ -641,15 +641,16 @@ fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -
         lab.constraint == l.constraint
             && b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
     });
+    // The first option puts chain a first; the other order is the one not taken.
     let (other, other_desc) = if first_added {
         (
             b.second_edges(c),
-            format!("{hb}'s writes of {key} after {ha}'s"),
+            format!("{ha}'s writes of {key} after {hb}'s"),
         )
     } else {
         (
             b.first_edges(c),
-            format!("{ha}'s writes of {key} after {hb}'s"),
+            format!("{hb}'s writes of {key} after {ha}'s"),
         )
     };
     let other_desc = format!("the other version order ({other_desc}) is impossible");

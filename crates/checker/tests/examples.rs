@@ -288,6 +288,17 @@ fn pruned_edge_carries_its_reason() {
         .unwrap()
         .clone();
     assert!(c.cycle.iter().any(|e| e.forced_because.is_some()), "{c:#?}");
+    // T4 -rw x-> T1 holds because T1's x came after T2's; the order not taken is the reverse.
+    let deduced: Vec<&str> = c
+        .cycle
+        .iter()
+        .filter_map(|e| e.forced_because.as_deref())
+        .collect();
+    assert_eq!(
+        deduced,
+        vec!["the other version order (T2's writes of x after T1's) is impossible: it would close the cycle T2 -wr-> T3 -rw-> T2"],
+        "{c:#?}"
+    );
 }
 
 #[test]

@@ -441,8 +441,9 @@ pub fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         let mut v = krait_report::report_json(&report);
         let obj = v.as_object_mut().unwrap();
         obj.insert("path".into(), a.path.display().to_string().into());
+        // The history's counts; `summary` is the certificate's sentence.
         obj.insert(
-            "summary".into(),
+            "history".into(),
             serde_json::to_value(krait_history::summarize(&loaded.history))?,
         );
         obj.insert("load_ms".into(), (load_time.as_secs_f64() * 1e3).into());

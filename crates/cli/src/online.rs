@@ -112,7 +112,8 @@ impl Out {
                 obj.insert("rounds".into(), serde_json::to_value(&self.rounds)?);
             }
             obj.insert("round".into(), on.rounds().into());
-            obj.insert("txns".into(), txns.into());
+            // `txns` is the certificate's list; the count goes with the history's.
+            obj.insert("history".into(), serde_json::json!({ "txns": txns }));
             obj.insert("total_ms".into(), (total.as_secs_f64() * 1e3).into());
             obj.insert("peak_checked".into(), self.peak_live.into());
             obj.insert("deleted".into(), on.deleted_total().into());

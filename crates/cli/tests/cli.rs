@@ -180,6 +180,21 @@ fn elle_list_append_orders_versions() {
     assert_eq!(out.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["anomaly"], "incompatible-order", "{v}");
+    // The certificate's sentence and transactions survive beside the history's counts, one-shot
+    // and in rounds.
+    assert!(v["summary"].as_str().unwrap().contains("disagree"), "{v}");
+    assert_eq!(v["history"]["txns"], 4, "{v}");
+    assert!(v["txns"].is_array(), "{v}");
+    let out = krait()
+        .args(["check", "--json", "--round-size", "1"])
+        .arg(&badp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["anomaly"], "incompatible-order", "{v}");
+    assert!(v["summary"].as_str().unwrap().contains("disagree"), "{v}");
+    assert!(v["txns"].is_array(), "{v}");
 }
 
 /// `krait watch` follows the logs while `krait run` is still writing them (SQLite, 4 clients,
@@ -256,7 +271,7 @@ fn watch_follows_a_live_run() {
                 .count()
         })
         .sum();
-    assert_eq!(v["txns"].as_u64().unwrap() as usize, logged);
+    assert_eq!(v["history"]["txns"].as_u64().unwrap() as usize, logged);
     assert!(v["deleted"].as_u64().unwrap() > 0, "garbage collection ran");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&db);

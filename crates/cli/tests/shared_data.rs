@@ -253,7 +253,7 @@ fn watch_follows_cobra_logs_being_written() {
         .collect();
     let (v, rounds) = lines.split_last().unwrap();
     assert_eq!(v["verdict"], "ACCEPT");
-    assert_eq!(v["txns"], 103_763);
+    assert_eq!(v["history"]["txns"], 103_763);
     assert!(rounds.len() >= 5);
     assert!(v["deleted"].as_u64().unwrap() > 50_000);
     let _ = std::fs::remove_dir_all(&dst);
