@@ -56,9 +56,18 @@ pub struct Built {
 }
 
 impl Built {
-    /// Forms one constraint per pair of chains of a key, leaving out pairs for which `decided`
-    /// says one order is already implied by the known graph (it adds nothing then).
-    pub fn pair_chains(&mut self, decided: impl Fn(&ChainRec, &ChainRec) -> bool + Sync) {
+    /// Forms one constraint per pair of chains of a key, leaving out pairs one of whose orders
+    /// the known graph already implies (`before(a, b)`: a's gate reaches b's head), which add
+    /// nothing. With the known graph's topological positions (`pos`), a key's chains are taken
+    /// in order of their heads: only an earlier chain can come before a later one, and once a
+    /// chain is known to precede a later chain that precedes everything after it, it precedes
+    /// all of those too (head ⇝ tail ⇝ gate), so a key whose chains the graph already orders
+    /// costs a linear scan, not every pair.
+    pub fn pair_chains(
+        &mut self,
+        before: impl Fn(&ChainRec, &ChainRec) -> bool + Sync,
+        pos: Option<&[u32]>,
+    ) {
         use rayon::prelude::*;
         let recs = &self.chain_recs;
         let pairs: Vec<Vec<(u32, u32)>> = self
@@ -66,13 +75,37 @@ impl Built {
             .par_iter()
             .map(|&(_, a, b)| {
                 let mut out = Vec::new();
-                for i in a..b {
-                    for j in i + 1..b {
-                        if !decided(&recs[i as usize], &recs[j as usize]) {
+                let Some(pos) = pos else {
+                    for i in a..b {
+                        for j in i + 1..b {
                             out.push((i, j));
                         }
                     }
+                    return out;
+                };
+                let mut idx: Vec<u32> = (a..b).collect();
+                idx.sort_unstable_by_key(|&i| pos[recs[i as usize].head as usize]);
+                let n = idx.len();
+                // all_after[x]: the chain at x precedes every chain after it in this order.
+                let mut all_after = vec![false; n];
+                for x in (0..n).rev() {
+                    let ci = &recs[idx[x] as usize];
+                    let mut all = true;
+                    for y in x + 1..n {
+                        let cj = &recs[idx[y] as usize];
+                        if before(ci, cj) {
+                            if all_after[y] {
+                                break;
+                            }
+                        } else if !before(cj, ci) {
+                            let (i, j) = (idx[x].min(idx[y]), idx[x].max(idx[y]));
+                            out.push((i, j));
+                            all = false;
+                        }
+                    }
+                    all_after[x] = all;
                 }
+                out.sort_unstable();
                 out
             })
             .collect();

@@ -683,6 +683,14 @@ impl Explainer<'_> {
                 v = v2;
                 i += 1;
             }
+            // Session order is transitive: a run of it is one step.
+            while l.kind == EdgeKind::Session
+                && i < n
+                && edges[(start + i) % n].2.kind == EdgeKind::Session
+            {
+                v = edges[(start + i) % n].1;
+                i += 1;
+            }
             let mut e = self.edge(u, v, l);
             e.forced_because = forced;
             out.push(e);

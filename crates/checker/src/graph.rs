@@ -176,67 +176,104 @@ pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
     (comp, ncomp)
 }
 
-/// The best cycle through the nodes of one strongly connected component: fewest edges of
-/// weight class 1 (anti-dependencies) first, then fewest edges. `weight(edge)` is 0 or 1.
-/// Searches from at most `max_starts` nodes of the component.
+/// What an edge costs in a cycle search.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Cost {
+    /// An anti-dependency: the first thing a short certificate avoids.
+    Rw,
+    /// A session-order edge: a run of them is one step ("came before in session s").
+    Session,
+    Other,
+}
+
+/// The best cycle through the nodes of one strongly connected component: fewest
+/// anti-dependencies first, then fewest steps, a run of session edges counting as one step.
+/// Dijkstra from at most `max_starts` nodes of the component, over dense arrays, stopping once
+/// a cycle is known and `budget` node visits are spent, so a huge component costs a few linear
+/// passes.
 pub fn best_cycle(
     csr: &Csr,
     comp: &[u32],
     target_comp: u32,
     members: &[Node],
-    weight: impl Fn(u32) -> u32,
+    cost: impl Fn(u32) -> Cost,
     max_starts: usize,
+    budget: usize,
 ) -> Option<Vec<u32>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
+    const NONE: u32 = u32::MAX;
+    let n = comp.len();
+    // State = node * 2 + (arrived by a session edge).
+    let mut dist: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
+    let mut parent: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
+    let mut touched: Vec<usize> = Vec::new();
     let mut best: Option<((u32, u32), Vec<u32>)> = None;
-    let mut dist: std::collections::HashMap<Node, ((u32, u32), Node, u32)> =
-        std::collections::HashMap::new();
+    let mut spent = 0usize;
     for &s in members.iter().take(max_starts) {
-        dist.clear();
+        if best.is_some() && spent >= budget {
+            break;
+        }
+        for &i in &touched {
+            dist[i] = (NONE, NONE);
+            parent[i] = (NONE, NONE);
+        }
+        touched.clear();
         let mut heap = BinaryHeap::new();
-        // Start by taking each out-edge of s, so that reaching s again closes a cycle.
-        heap.push(Reverse(((0u32, 0u32), s, u32::MAX, s)));
-        let mut found: Option<((u32, u32), Node, u32)> = None;
-        let mut settled: std::collections::HashSet<Node> = std::collections::HashSet::new();
-        while let Some(Reverse((d, x, via_edge, from))) = heap.pop() {
-            if let Some((bd, _)) = &best {
-                if d >= *bd {
-                    break;
-                }
+        let start = s as usize * 2;
+        dist[start] = (0, 0);
+        touched.push(start);
+        heap.push(Reverse(((0u32, 0u32), start)));
+        // The cycle closed back into s: its length and the (state, edge) that closed it.
+        let mut closed: Option<((u32, u32), usize, u32)> = None;
+        while let Some(Reverse((d, st))) = heap.pop() {
+            if d != dist[st] {
+                continue;
             }
-            if x == s && via_edge != u32::MAX {
-                found = Some((d, from, via_edge));
+            if best.as_ref().is_some_and(|(bd, _)| d >= *bd)
+                || closed.as_ref().is_some_and(|(cd, _, _)| d >= *cd)
+            {
                 break;
             }
-            if via_edge != u32::MAX {
-                if settled.contains(&x) {
-                    continue;
-                }
-                settled.insert(x);
-                dist.insert(x, (d, from, via_edge));
-            }
+            spent += 1;
+            let x = (st / 2) as Node;
+            let via_session = st % 2 == 1;
             for &(y, e) in csr.succ(x) {
                 if comp[y as usize] != target_comp {
                     continue;
                 }
-                if y != s && settled.contains(&y) {
+                let c = cost(e);
+                let step = match c {
+                    Cost::Session if via_session => 0,
+                    _ => 1,
+                };
+                let nd = (d.0 + u32::from(c == Cost::Rw), d.1 + step);
+                if y == s {
+                    if closed.as_ref().is_none_or(|(cd, _, _)| nd < *cd) {
+                        closed = Some((nd, st, e));
+                    }
                     continue;
                 }
-                let w = weight(e);
-                heap.push(Reverse(((d.0 + w, d.1 + 1), y, e, x)));
+                let ns = y as usize * 2 + usize::from(c == Cost::Session);
+                if nd < dist[ns] {
+                    if dist[ns].0 == NONE {
+                        touched.push(ns);
+                    }
+                    dist[ns] = nd;
+                    parent[ns] = (st as u32, e);
+                    heap.push(Reverse((nd, ns)));
+                }
             }
         }
-        if let Some((d, last_from, last_edge)) = found {
-            let mut edges = vec![last_edge];
-            let mut x = last_from;
-            while x != s {
-                let (_, from, e) = dist[&x];
-                edges.push(e);
-                x = from;
-            }
-            edges.reverse();
+        if let Some((d, mut st, last)) = closed {
             if best.as_ref().is_none_or(|(bd, _)| d < *bd) {
+                let mut edges = vec![last];
+                while st != start {
+                    let (p, e) = parent[st];
+                    edges.push(e);
+                    st = p as usize;
+                }
+                edges.reverse();
                 best = Some((d, edges));
             }
         }

@@ -379,7 +379,7 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
         let csr = csr_of(b);
         let order = graph::topo_order(b.num_nodes, &csr)?;
         if !opts.prune {
-            b.pair_chains(|_, _| false);
+            b.pair_chains(|_, _| false, None);
             remaining = (0..b.constraints.len() as u32).collect();
             break;
         }
@@ -388,6 +388,10 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
         }
         round += 1;
         let preds = gate_preds(b);
+        let mut topo_pos = vec![0u32; b.num_nodes];
+        for (i, &x) in order.iter().enumerate() {
+            topo_pos[x as usize] = i as u32;
+        }
         let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap
         {
             Reach::Chains(ChainReach::build(
@@ -398,11 +402,9 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
                 &order,
             ))
         } else {
-            let mut pos = vec![0u32; b.num_nodes];
-            for (i, &x) in order.iter().enumerate() {
-                pos[x as usize] = i as u32;
+            Reach::Search {
+                pos: topo_pos.clone(),
             }
-            Reach::Search { pos }
         };
         let ctx = ReachCtx {
             reach,
@@ -413,7 +415,7 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
         if !b.chain_keys.is_empty() {
             // A pair whose one order the known graph already implies needs no constraint.
             let before = b.constraints.len() as u32;
-            b.pair_chains(|x, y| ctx.implied(x.gate, y.head) || ctx.implied(y.gate, x.head));
+            b.pair_chains(|x, y| ctx.implied(x.gate, y.head), Some(&topo_pos));
             remaining.extend(before..b.constraints.len() as u32);
         }
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
@@ -622,9 +624,17 @@ fn closed_cycle(
     Some(es)
 }
 
-fn edge_weight(labels: &[Label]) -> impl Fn(u32) -> u32 + '_ {
-    move |e| u32::from(labels[e as usize].kind == EdgeKind::Rw)
+fn edge_cost(labels: &[Label]) -> impl Fn(u32) -> graph::Cost + '_ {
+    move |e| match labels[e as usize].kind {
+        EdgeKind::Rw => graph::Cost::Rw,
+        EdgeKind::Session => graph::Cost::Session,
+        _ => graph::Cost::Other,
+    }
 }
+
+/// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
+/// over a million-transaction component).
+const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
 
 /// Explains why a deduced edge had to be there: the other option closes this cycle.
 fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -> Option<String> {
@@ -687,8 +697,16 @@ fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
         .copied()
         .filter(|&x| x < b.first_gate)
         .collect();
-    let cyc = graph::best_cycle(&csr, &comp, cid, &starts, edge_weight(&b.labels), 64)
-        .expect("a cycle in an SCC");
+    let cyc = graph::best_cycle(
+        &csr,
+        &comp,
+        cid,
+        &starts,
+        edge_cost(&b.labels),
+        64,
+        CYCLE_SEARCH_BUDGET,
+    )
+    .expect("a cycle in an SCC");
     let es = labelled(b, &cyc);
     let x = cert::Explainer { h, r, b };
     let why = |l: &Label| forced_reason(h, r, b, &csr, l);
@@ -832,8 +850,10 @@ fn case_analysis(
             continue;
         };
         let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
-        let weight = edge_weight(&labels);
-        if let Some(cyc) = graph::best_cycle(&csr, &comp, cid, &starts, weight, 32) {
+        let cost = edge_cost(&labels);
+        if let Some(cyc) =
+            graph::best_cycle(&csr, &comp, cid, &starts, cost, 32, CYCLE_SEARCH_BUDGET)
+        {
             let es: Vec<(Node, Node, Label)> = cyc
                 .iter()
                 .map(|&e| (edges[e as usize].0, edges[e as usize].1, labels[e as usize]))

@@ -288,7 +288,7 @@ fn pruned_edge_carries_its_reason() {
         .unwrap()
         .clone();
     assert!(c.cycle.iter().any(|e| e.forced_because.is_some()), "{c:#?}");
-    // T4 -rw x-> T1 holds because T1's x came after T2's; the order not taken is the reverse.
+    // T3 -rw y-> T1 holds because T1's y came after T2's; the order not taken is the reverse.
     let deduced: Vec<&str> = c
         .cycle
         .iter()
@@ -296,7 +296,7 @@ fn pruned_edge_carries_its_reason() {
         .collect();
     assert_eq!(
         deduced,
-        vec!["the other version order (T2's writes of x after T1's) is impossible: it would close the cycle T2 -wr-> T3 -rw-> T2"],
+        vec!["the other version order (T2's writes of y after T1's) is impossible: it would close the cycle T2 -wr-> T4 -rw-> T2"],
         "{c:#?}"
     );
 }
@@ -380,4 +380,24 @@ fn serializable_examples_accept() {
     )
     .unwrap();
     assert_eq!(rep.verdict, Verdict::Accept);
+}
+
+/// A stale read far down one session: session order is transitive, so the certificate is two
+/// steps however many transactions lie between (Elle: G-single-process).
+#[test]
+fn single_session_stale_read_is_two_steps() {
+    let mut txns = vec![T::new(0, 1).w("x", 1)];
+    for i in 2..200 {
+        txns.push(T::new(0, i).w("y", i));
+    }
+    txns.push(T::new(0, 200).r0("x"));
+    let c = reject(&h(&txns));
+    assert_eq!(
+        cycle_kinds(&c),
+        vec![
+            ("T1".into(), EdgeKind::Session, "T200".into()),
+            ("T200".into(), EdgeKind::Rw, "T1".into()),
+        ]
+    );
+    assert_eq!(c.cycle[0].explanation, "T1 came before T200 in session s0");
 }
