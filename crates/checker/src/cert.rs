@@ -104,6 +104,28 @@ pub struct CertEdge {
     /// For an edge the checker deduced (a version order it had to choose), why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forced_because: Option<String>,
+    /// The same, checkable: the cycle the other order would close.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deduced: Option<Box<Deduction>>,
+    /// Inside a deduction or a case: the version order assumed, not a fact.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub assumed: bool,
+}
+
+/// Why a deduced edge holds: assuming the other version order (the edge marked `assumed`),
+/// this cycle closes, using only what was known before the edge was deduced (its own deduced
+/// edges explained the same way, from strictly earlier ones).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Deduction {
+    pub cycle: Vec<CertEdge>,
+}
+
+/// What a certificate says about one edge beyond its kind and key.
+#[derive(Clone, Debug, Default)]
+pub struct EdgeNote {
+    pub forced_because: Option<String>,
+    pub deduced: Option<Box<Deduction>>,
+    pub assumed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -514,6 +536,8 @@ impl Certificate {
                 key: Some(kn.clone()),
                 explanation: format!("{n1} read {version}, which {n2} overwrote"),
                 forced_because: None,
+                deduced: None,
+                assumed: false,
             },
             CertEdge {
                 from: n2.clone(),
@@ -522,6 +546,8 @@ impl Certificate {
                 key: Some(kn.clone()),
                 explanation: format!("{n2} read {version}, which {n1} overwrote"),
                 forced_because: None,
+                deduced: None,
+                assumed: false,
             },
         ];
         let mut ts = vec![t1, t2];
@@ -655,6 +681,8 @@ impl Explainer<'_> {
             key,
             explanation,
             forced_because: None,
+            deduced: None,
+            assumed: false,
         }
     }
 
@@ -662,7 +690,7 @@ impl Explainer<'_> {
     pub fn path(
         &self,
         edges: &[(Node, Node, Label)],
-        why: &dyn Fn(&Label) -> Option<String>,
+        note: &dyn Fn(usize) -> EdgeNote,
     ) -> Vec<CertEdge> {
         let mut out = Vec::new();
         let mut i = 0;
@@ -673,12 +701,15 @@ impl Explainer<'_> {
             .unwrap_or(0);
         while i < n {
             let (u, mut v, l) = edges[(start + i) % n];
-            let mut forced = why(&l);
+            let mut nt = note((start + i) % n);
             i += 1;
             while v >= self.b.first_gate && i < n {
-                let (_, v2, l2) = edges[(start + i) % n];
-                if forced.is_none() {
-                    forced = why(&l2);
+                let (_, v2, _) = edges[(start + i) % n];
+                let n2 = note((start + i) % n);
+                nt.assumed |= n2.assumed;
+                if nt.forced_because.is_none() {
+                    nt.forced_because = n2.forced_because;
+                    nt.deduced = n2.deduced;
                 }
                 v = v2;
                 i += 1;
@@ -692,7 +723,9 @@ impl Explainer<'_> {
                 i += 1;
             }
             let mut e = self.edge(u, v, l);
-            e.forced_because = forced;
+            e.forced_because = nt.forced_because;
+            e.deduced = nt.deduced;
+            e.assumed = nt.assumed;
             out.push(e);
         }
         out

@@ -11,6 +11,7 @@
 
 pub mod build;
 pub mod cert;
+mod deduce;
 pub mod graph;
 pub mod online;
 pub mod realtime;
@@ -612,18 +613,6 @@ fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
         .collect()
 }
 
-/// The cycle that adding `edge` u→v would close: a shortest known path v ⇝ u, then the edge.
-fn closed_cycle(
-    b: &Built,
-    csr: &Csr,
-    edge: (Node, Node, Label),
-) -> Option<Vec<(Node, Node, Label)>> {
-    let (u, v, _) = edge;
-    let mut es = labelled(b, &graph::shortest_path(csr, v, u)?);
-    es.push(edge);
-    Some(es)
-}
-
 fn edge_cost(labels: &[Label]) -> impl Fn(u32) -> graph::Cost + '_ {
     move |e| match labels[e as usize].kind {
         EdgeKind::Rw => graph::Cost::Rw,
@@ -635,51 +624,6 @@ fn edge_cost(labels: &[Label]) -> impl Fn(u32) -> graph::Cost + '_ {
 /// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
 /// over a million-transaction component).
 const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
-
-/// Explains why a deduced edge had to be there: the other option closes this cycle.
-fn forced_reason(h: &History, r: &Resolution, b: &Built, csr: &Csr, l: &Label) -> Option<String> {
-    if !cert::is_forced(l) {
-        return None;
-    }
-    let c = &b.constraints[l.constraint as usize];
-    let x = cert::Explainer { h, r, b };
-    let (ha, hb) = (x.node_name(c.a.0), x.node_name(c.b.0));
-    let key = &h.keys[c.key as usize];
-    // Which option was added? The one whose first edge matches this label's constraint; the
-    // other option's edge (u→v) is blocked by a path v ⇝ u.
-    let first_added = b.edges.iter().zip(&b.labels).any(|(&(u, v), lab)| {
-        lab.constraint == l.constraint
-            && b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
-    });
-    // The first option puts chain a first; the other order is the one not taken.
-    let (other, other_desc) = if first_added {
-        (
-            b.second_edges(c),
-            format!("{ha}'s writes of {key} after {hb}'s"),
-        )
-    } else {
-        (
-            b.first_edges(c),
-            format!("{hb}'s writes of {key} after {ha}'s"),
-        )
-    };
-    let other_desc = format!("the other version order ({other_desc}) is impossible");
-    for &(u, v, ol) in other {
-        if let Some(es) = closed_cycle(b, csr, (u, v, ol)) {
-            let words = x.path(&es, &|_| None);
-            let chain: Vec<String> = words
-                .iter()
-                .map(|e| format!("{} -{}-> ", e.from, e.kind.short()))
-                .collect();
-            return Some(format!(
-                "{other_desc}: it would close the cycle {}{}",
-                chain.concat(),
-                words[0].from
-            ));
-        }
-    }
-    Some(other_desc)
-}
 
 fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
     let csr = csr_of(b);
@@ -709,8 +653,8 @@ fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
     .expect("a cycle in an SCC");
     let es = labelled(b, &cyc);
     let x = cert::Explainer { h, r, b };
-    let why = |l: &Label| forced_reason(h, r, b, &csr, l);
-    let cycle = x.path(&es, &why);
+    let d = deduce::Deducer::new(cert::Explainer { h, r, b }, &csr);
+    let cycle = x.path(&es, &|i| d.note(cyc[i]));
     let anomaly = cert::classify(&cycle);
     let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
     let summary = format!(
@@ -738,6 +682,7 @@ fn unsat_certificate(
 ) -> Certificate {
     let x = cert::Explainer { h, r, b };
     let csr = csr_of(b);
+    let d = deduce::Deducer::new(cert::Explainer { h, r, b }, &csr);
     let mut txn_ids: Vec<TxnId> = Vec::new();
     let mut constraints = Vec::new();
     for &i in core {
@@ -749,15 +694,31 @@ fn unsat_certificate(
                 txn_ids.push(t);
             }
         }
+        let assumed = |_| cert::EdgeNote {
+            assumed: true,
+            ..Default::default()
+        };
         let option = |es: &[(Node, Node, Label)], choice: String| CertOption {
             choice,
             edges: es
                 .iter()
-                .map(|&(u, v, l)| x.path(&[(u, v, l)], &|_| None).remove(0))
+                .map(|&(u, v, l)| x.path(&[(u, v, l)], &assumed).remove(0))
                 .collect(),
             closes_cycle: es
                 .iter()
-                .find_map(|&e| closed_cycle(b, &csr, e).map(|es| x.path(&es, &|_| None)))
+                .find_map(|&(u, v, l)| {
+                    let path = graph::shortest_path(&csr, v, u)?;
+                    let mut es = labelled(b, &path);
+                    es.push((u, v, l));
+                    let last = es.len() - 1;
+                    Some(x.path(&es, &|i| {
+                        if i == last {
+                            assumed(i)
+                        } else {
+                            d.note(path[i])
+                        }
+                    }))
+                })
                 .unwrap_or_default(),
         };
         constraints.push(CertConstraint {
@@ -780,7 +741,7 @@ fn unsat_certificate(
         core.len()
     );
     let cases = if core.len() <= MAX_CASE_CONSTRAINTS {
-        case_analysis(&x, b, remaining, core, &constraints)
+        case_analysis(&x, &d, b, remaining, core, &constraints)
     } else {
         Vec::new()
     };
@@ -811,6 +772,7 @@ const MAX_CASE_CONSTRAINTS: usize = 4;
 /// checkable proof that no choice works.
 fn case_analysis(
     x: &cert::Explainer,
+    d: &deduce::Deducer,
     b: &Built,
     remaining: &[u32],
     core: &[u32],
@@ -858,9 +820,21 @@ fn case_analysis(
                 .iter()
                 .map(|&e| (edges[e as usize].0, edges[e as usize].1, labels[e as usize]))
                 .collect();
+            // Edges past the known ones are this case's choices.
+            let known = b.edges.len() as u32;
+            let note = |i: usize| {
+                if cyc[i] >= known {
+                    cert::EdgeNote {
+                        assumed: true,
+                        ..Default::default()
+                    }
+                } else {
+                    d.note(cyc[i])
+                }
+            };
             cases.push(cert::CertCase {
                 choices,
-                cycle: x.path(&es, &|_| None),
+                cycle: x.path(&es, &note),
             });
         }
     }

@@ -169,6 +169,8 @@ fn classification_follows_adya() {
         key: None,
         explanation: String::new(),
         forced_because: None,
+        deduced: None,
+        assumed: false,
     };
     assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Ww)]), Anomaly::G0);
     assert_eq!(

@@ -1,0 +1,154 @@
+//! Why a deduced edge holds, in a form another program can replay. Pruning (and the solver)
+//! add one option of a constraint because the other closes a cycle; the reason given is that
+//! cycle, found among the edges known before the deduced edge was added, with the other
+//! option's edge marked as assumed, and its own deduced edges explained the same way. Every
+//! reason uses strictly earlier edges, so the explanation is well-founded.
+
+use crate::build::Built;
+use crate::cert::{self, EdgeNote, Explainer};
+use crate::graph::{Csr, Node};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// Deduced edges explained per certificate before the rest are named only in words (a
+/// certificate stays readable, and its cost bounded, whatever pruning did).
+const MAX_EXPLAINED: u32 = 400;
+const MAX_DEPTH: u32 = 24;
+
+pub(crate) struct Deducer<'a> {
+    pub x: Explainer<'a>,
+    pub csr: &'a Csr,
+    first: RefCell<HashMap<u32, u32>>,
+    left: Cell<u32>,
+}
+
+impl<'a> Deducer<'a> {
+    pub fn new(x: Explainer<'a>, csr: &'a Csr) -> Self {
+        Deducer {
+            x,
+            csr,
+            first: RefCell::new(HashMap::new()),
+            left: Cell::new(MAX_EXPLAINED),
+        }
+    }
+
+    fn b(&self) -> &Built {
+        self.x.b
+    }
+
+    /// The index of the first edge constraint `c` added: its reason must come from before it.
+    fn first_index(&self, c: u32) -> u32 {
+        if let Some(&i) = self.first.borrow().get(&c) {
+            return i;
+        }
+        let i = self.b().labels.iter().position(|l| l.constraint == c).unwrap_or(0) as u32;
+        self.first.borrow_mut().insert(c, i);
+        i
+    }
+
+    /// The note for known edge `e` (an index into the built edges).
+    pub fn note(&self, e: u32) -> EdgeNote {
+        self.note_at(e, 0)
+    }
+
+    fn note_at(&self, e: u32, depth: u32) -> EdgeNote {
+        let b = self.b();
+        let l = b.labels[e as usize];
+        if !cert::is_forced(&l) {
+            return EdgeNote::default();
+        }
+        let c = &b.constraints[l.constraint as usize];
+        let (u, v) = b.edges[e as usize];
+        let added_first = b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v));
+        let (ha, hb) = (self.x.node_name(c.a.0), self.x.node_name(c.b.0));
+        let key = &self.x.h.keys[c.key as usize];
+        // The first option puts chain a first; the other order is the one not taken.
+        let (other, desc) = if added_first {
+            (b.second_edges(c), format!("{ha}'s writes of {key} after {hb}'s"))
+        } else {
+            (b.first_edges(c), format!("{hb}'s writes of {key} after {ha}'s"))
+        };
+        let desc = format!("the other version order ({desc}) is impossible");
+        if depth > MAX_DEPTH || self.left.get() == 0 {
+            return EdgeNote {
+                forced_because: Some(desc),
+                ..Default::default()
+            };
+        }
+        self.left.set(self.left.get() - 1);
+        let limit = self.first_index(l.constraint);
+        for &(ou, ov, ol) in other {
+            let Some(path) = shortest_path_below(self.csr, ov, ou, limit) else {
+                continue;
+            };
+            let mut es: Vec<(Node, Node, crate::graph::Label)> = path
+                .iter()
+                .map(|&p| (b.edges[p as usize].0, b.edges[p as usize].1, b.labels[p as usize]))
+                .collect();
+            es.push((ou, ov, ol));
+            let last = es.len() - 1;
+            let notes = |i: usize| {
+                if i == last {
+                    EdgeNote {
+                        assumed: true,
+                        ..Default::default()
+                    }
+                } else {
+                    self.note_at(path[i], depth + 1)
+                }
+            };
+            let cycle = self.x.path(&es, &notes);
+            let chain: Vec<String> = cycle
+                .iter()
+                .map(|e| format!("{} -{}-> ", e.from, e.kind.short()))
+                .collect();
+            return EdgeNote {
+                forced_because: Some(format!(
+                    "{desc}: it would close the cycle {}{}",
+                    chain.concat(),
+                    cycle[0].from
+                )),
+                deduced: Some(Box::new(cert::Deduction { cycle })),
+                assumed: false,
+            };
+        }
+        EdgeNote {
+            forced_because: Some(desc),
+            ..Default::default()
+        }
+    }
+}
+
+/// Shortest path u ⇝ v by BFS over edges with index below `limit`.
+pub(crate) fn shortest_path_below(csr: &Csr, u: Node, v: Node, limit: u32) -> Option<Vec<u32>> {
+    if u == v {
+        return Some(Vec::new());
+    }
+    let mut parent: HashMap<Node, (Node, u32)> = HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back(u);
+    parent.insert(u, (u, u32::MAX));
+    while let Some(x) = queue.pop_front() {
+        for &(y, e) in csr.succ(x) {
+            if e >= limit {
+                continue;
+            }
+            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(y) {
+                slot.insert((x, e));
+                if y == v {
+                    let mut path = Vec::new();
+                    let mut z = v;
+                    while z != u {
+                        let (p, e) = parent[&z];
+                        path.push(e);
+                        z = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                queue.push_back(y);
+            }
+        }
+    }
+    None
+}
