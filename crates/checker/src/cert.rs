@@ -607,12 +607,11 @@ impl Explainer<'_> {
         }
     }
 
-    /// The external read of key k in node n: (op, value text).
+    /// The external read of key k in node n (before n wrote k itself).
     fn read_of(&self, n: Node, k: u32) -> Option<usize> {
         let t = self.b.txn_of(n)?;
-        self.h
-            .ops(t)
-            .find(|&o| self.h.op_kind[o] != OpKind::Write && self.h.op_key[o] == k)
+        let o = self.h.ops(t).find(|&o| self.h.op_key[o] == k)?;
+        (self.h.op_kind[o] != OpKind::Write).then_some(o)
     }
     fn write_of(&self, n: Node, k: u32) -> Option<usize> {
         let t = self.b.txn_of(n)?;
@@ -668,7 +667,10 @@ impl Explainer<'_> {
                     "{a} read {kn} = {}, which {b} overwrote",
                     self.version_text(o)
                 ),
-                None => format!("{a} read a version of {kn} that {b} overwrote"),
+                // No read of its own: a list read showed a's write directly after a version.
+                None => format!(
+                    "{a}'s write of {kn} directly follows a version that {b} overwrote (a list read shows it)"
+                ),
             },
             EdgeKind::Carried => {
                 format!("{a} precedes {b} through transactions garbage-collected in earlier rounds")

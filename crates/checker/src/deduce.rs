@@ -41,7 +41,12 @@ impl<'a> Deducer<'a> {
         if let Some(&i) = self.first.borrow().get(&c) {
             return i;
         }
-        let i = self.b().labels.iter().position(|l| l.constraint == c).unwrap_or(0) as u32;
+        let i = self
+            .b()
+            .labels
+            .iter()
+            .position(|l| l.constraint == c)
+            .unwrap_or(0) as u32;
         self.first.borrow_mut().insert(c, i);
         i
     }
@@ -64,9 +69,15 @@ impl<'a> Deducer<'a> {
         let key = &self.x.h.keys[c.key as usize];
         // The first option puts chain a first; the other order is the one not taken.
         let (other, desc) = if added_first {
-            (b.second_edges(c), format!("{ha}'s writes of {key} after {hb}'s"))
+            (
+                b.second_edges(c),
+                format!("{ha}'s writes of {key} after {hb}'s"),
+            )
         } else {
-            (b.first_edges(c), format!("{hb}'s writes of {key} after {ha}'s"))
+            (
+                b.first_edges(c),
+                format!("{hb}'s writes of {key} after {ha}'s"),
+            )
         };
         let desc = format!("the other version order ({desc}) is impossible");
         if depth > MAX_DEPTH || self.left.get() == 0 {
@@ -83,7 +94,13 @@ impl<'a> Deducer<'a> {
             };
             let mut es: Vec<(Node, Node, crate::graph::Label)> = path
                 .iter()
-                .map(|&p| (b.edges[p as usize].0, b.edges[p as usize].1, b.labels[p as usize]))
+                .map(|&p| {
+                    (
+                        b.edges[p as usize].0,
+                        b.edges[p as usize].1,
+                        b.labels[p as usize],
+                    )
+                })
                 .collect();
             es.push((ou, ov, ol));
             let last = es.len() - 1;

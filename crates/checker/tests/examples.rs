@@ -1,5 +1,7 @@
 //! Hand-built histories whose truth is known, with their exact verdicts and certificates.
 
+mod common;
+
 use krait_checker::{check, Anomaly, EdgeKind, Options, Verdict};
 use krait_history::{build_history, History, SimpleTxn as T, TxnStatus};
 
@@ -8,7 +10,12 @@ fn h(txns: &[T]) -> History {
 }
 
 fn reject(hist: &History) -> krait_checker::Certificate {
-    match check(hist, &Options::default()).unwrap().verdict {
+    let rep = check(hist, &Options::default()).unwrap();
+    assert!(
+        common::verified(hist, &rep),
+        "krait-verify cannot check {rep:#?}"
+    );
+    match rep.verdict {
         Verdict::Reject(c) => *c,
         v => panic!("expected REJECT, got {v:?}"),
     }

@@ -335,8 +335,22 @@ fn corrupt(rng: &mut Rng, l: &mut Vec<u64>, next_value: &mut u64) {
 /// answer, with its history.
 fn verdict(txns: &[Txn], opts: &Options) -> Result<Verdict, String> {
     let h = build_history(&to_simple(txns)).map_err(|e| format!("build_history: {e}"))?;
+    let opts = &Options {
+        want_order: true,
+        ..opts.clone()
+    };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&h, opts))) {
-        Ok(Ok(rep)) => Ok(rep.verdict),
+        Ok(Ok(rep)) => {
+            // Every verdict is also checked apart from the checker, by krait-verify.
+            let v = serde_json::to_value(&rep).unwrap();
+            match krait_verify::verify(&h, &v) {
+                Err(krait_verify::Problem::Invalid(p)) => Err(format!(
+                    "krait-verify refutes {}: {p}",
+                    short(&Ok(rep.verdict))
+                )),
+                _ => Ok(rep.verdict),
+            }
+        }
         Ok(Err(e)) => Err(format!("check error: {e}")),
         Err(_) => Err("panic (its message is printed above)".into()),
     }

@@ -1,13 +1,23 @@
 //! Elle list-append reads, hand-made: each rule of the semantics (docs/semantics.md) with the
 //! verdict and anomaly it gives.
 
+mod common;
+
 use krait_checker::{check, Anomaly, Options, Verdict};
 use krait_history::{build_history, SimpleTxn as T, TxnStatus};
 
 fn verdict(txns: &[T]) -> Verdict {
-    check(&build_history(txns).unwrap(), &Options::default())
-        .unwrap()
-        .verdict
+    let h = build_history(txns).unwrap();
+    let opts = Options {
+        want_order: true,
+        ..Options::default()
+    };
+    let rep = check(&h, &opts).unwrap();
+    assert!(
+        common::verified(&h, &rep),
+        "krait-verify cannot check {rep:#?}"
+    );
+    rep.verdict
 }
 
 fn anomaly(txns: &[T]) -> (Anomaly, String) {

@@ -63,6 +63,18 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Check a verdict against the raw history, apart from the checker: every edge of a
+    /// REJECT's cycle re-derived (deductions replayed), an unsatisfiable core case by case, a
+    /// single reason by a witness, an ACCEPT's serial order (`check --order`) read by read.
+    /// Exit 0: confirmed; 1: refuted; 2: bad input; 3: of a kind it cannot confirm.
+    VerifyCertificate {
+        /// The history the verdict is about.
+        history: PathBuf,
+        /// The verdict: the output of `krait check HISTORY --json` (with --order for an ACCEPT).
+        cert: PathBuf,
+        #[arg(long)]
+        format: Option<Format>,
+    },
     /// Follow logs that are still being written (native JSON Lines or Cobra) and check them in
     /// rounds, garbage-collecting what no future transaction can affect.
     Watch(online::WatchArgs),
@@ -242,6 +254,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let loaded = load(&input, format)?;
             save(&loaded.history, &output, timestamps)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::VerifyCertificate {
+            history,
+            cert,
+            format,
+        } => {
+            let loaded = load(&history, format)?;
+            let text = std::fs::read_to_string(&cert)
+                .with_context(|| format!("reading {}", cert.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: not a krait check --json verdict", cert.display()))?;
+            match krait_verify::verify(&loaded.history, &v) {
+                Ok(what) => {
+                    println!("confirmed: {what}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(p @ krait_verify::Problem::Invalid(_)) => {
+                    println!("{p}");
+                    Ok(ExitCode::from(1))
+                }
+                Err(p) => {
+                    println!("{p}");
+                    Ok(ExitCode::from(3))
+                }
+            }
         }
         Cmd::Generate(g) => {
             let h = generate(&g)?;

@@ -198,3 +198,17 @@ pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
     }
     krait_history::build_history(&txns).expect("values are unique")
 }
+
+/// Checks a verdict with krait-verify (written apart from the checker): a certificate it
+/// refutes fails the test. Returns whether it was confirmed (false: of a kind it cannot check).
+pub fn verified(h: &History, rep: &krait_checker::Report) -> bool {
+    let v = serde_json::to_value(rep).expect("a report serializes");
+    match krait_verify::verify(h, &v) {
+        Ok(_) => true,
+        Err(krait_verify::Problem::Unsupported(_)) => false,
+        Err(p) => panic!(
+            "krait-verify refutes the verdict: {p}\nreport: {}\nhistory: {h:#?}",
+            serde_json::to_string_pretty(&v).unwrap()
+        ),
+    }
+}
