@@ -185,6 +185,36 @@ fn elle_list_append_orders_versions() {
     assert!(v["summary"].as_str().unwrap().contains("disagree"), "{v}");
     assert_eq!(v["history"]["txns"], 4, "{v}");
     assert!(v["txns"].is_array(), "{v}");
+    // The certificate holds for a checker written apart; a doctored one does not.
+    let cert = tmp("bad.json");
+    std::fs::write(&cert, &out.stdout).unwrap();
+    let vc = krait()
+        .arg("verify-certificate")
+        .arg(&badp)
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(
+        vc.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&vc.stdout)
+    );
+    let mut doctored = v.clone();
+    doctored["anomaly"] = "G1a".into();
+    std::fs::write(&cert, doctored.to_string()).unwrap();
+    let vc = krait()
+        .arg("verify-certificate")
+        .arg(&badp)
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(
+        vc.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&vc.stdout)
+    );
     let out = krait()
         .args(["check", "--json", "--round-size", "1"])
         .arg(&badp)
