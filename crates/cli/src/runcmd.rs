@@ -109,13 +109,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         r
     })?;
     println!(
-        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown",
+        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown, {} reconnects",
         report.latencies.len(),
         report.wall.as_secs_f64(),
         report.throughput(),
         report.committed,
         report.aborted,
-        report.unknown
+        report.unknown,
+        report.reconnects
     );
     println!(
         "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}",

@@ -21,17 +21,38 @@ impl MySql {
     fn open(&self) -> Result<Conn, StoreError> {
         let opts =
             Opts::from_url(&self.url).map_err(|e| StoreError::Fatal(format!("mysql url: {e}")))?;
-        Conn::new(opts).map_err(|e| StoreError::Fatal(format!("mysql connect: {e}")))
+        // Refused, out of connections, shutting down: retried; bad credentials (1045), no such
+        // database (1049): not.
+        Conn::new(opts).map_err(|e| match &e {
+            mysql::Error::MySqlError(me) if matches!(me.code, 1045 | 1049 | 1044) => {
+                StoreError::Fatal(format!(
+                    "mysql connect {} ({}): {}",
+                    me.code, me.state, me.message
+                ))
+            }
+            _ => match classify(e) {
+                StoreError::Fatal(t) | StoreError::Abort(t) | StoreError::Lost(t) => {
+                    StoreError::Lost(format!("connecting: {t}"))
+                }
+            },
+        })
     }
 }
 
+/// Aborts: deadlock 1213, lock wait timeout 1205, record changed 1020 (MariaDB's snapshot
+/// check), query interrupted 1317; lost: too many connections 1040, connection killed 1927,
+/// server shutdown 1053, server gone or connection lost 2006/2013, and any I/O or driver
+/// error (a COMMIT's outcome then unknown); anything else is fatal. Each with the server's
+/// code, SQLSTATE and message.
 fn classify(e: mysql::Error) -> StoreError {
     match &e {
-        mysql::Error::MySqlError(me) if matches!(me.code, 1213 | 1205 | 1020) => {
-            StoreError::Abort(format!("mysql {}: {}", me.code, me.message))
-        }
         mysql::Error::MySqlError(me) => {
-            StoreError::Fatal(format!("mysql {}: {}", me.code, me.message))
+            let text = format!("mysql {} ({}): {}", me.code, me.state, me.message);
+            match me.code {
+                1213 | 1205 | 1020 | 1317 => StoreError::Abort(text),
+                1040 | 1927 | 1053 | 2006 | 2013 => StoreError::Lost(text),
+                _ => StoreError::Fatal(text),
+            }
         }
         _ => StoreError::Lost(format!("mysql: {e}")),
     }

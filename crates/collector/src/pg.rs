@@ -1,8 +1,8 @@
-//! PostgreSQL through `postgres`. SQLSTATE 40001 (serialization failure) and 40P01 (deadlock)
-//! abort the transaction; a closed connection leaves its outcome unknown.
+//! PostgreSQL through `postgres`. Errors are classified by SQLSTATE (see `classify`): the
+//! transaction aborted, the connection was lost (a COMMIT's outcome unknown), or fatal; each
+//! with the server's message, detail and hint.
 
 use crate::store::{Backend, Isolation, Store, StoreError};
-use postgres::error::SqlState;
 use postgres::{Client, NoTls, Statement};
 
 pub struct Postgres {
@@ -19,18 +19,60 @@ impl Postgres {
     }
 }
 
-fn classify(e: postgres::Error) -> StoreError {
-    if let Some(code) = e.code() {
-        if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED
-        {
-            return StoreError::Abort(format!("postgres {}: {e}", code.code()));
+/// The server's own words: SQLSTATE, message, detail and hint (the driver's Display says only
+/// "db error").
+fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => {
+            let mut s = format!("postgres {}: {}", d.code().code(), d.message());
+            if let Some(x) = d.detail() {
+                s += &format!(" (detail: {x})");
+            }
+            if let Some(x) = d.hint() {
+                s += &format!(" (hint: {x})");
+            }
+            s
         }
-        return StoreError::Fatal(format!("postgres {}: {e}", code.code()));
+        None => format!("postgres: {e}{}", source_text(e)),
     }
-    if e.is_closed() {
-        return StoreError::Lost(format!("postgres: {e}"));
+}
+
+fn source_text(e: &postgres::Error) -> String {
+    use std::error::Error;
+    e.source().map(|s| format!(": {s}")).unwrap_or_default()
+}
+
+/// What an error means for the transaction it ended. Aborts: the server rolled the transaction
+/// back (serialization failure 40001, deadlock 40P01, lock or statement timeout 55P03/57014,
+/// out of resources 53xxx — the serializable conflict pool among them); lost: the connection is
+/// gone, so the outcome of a COMMIT in flight is unknown (class 08, admin or crash shutdown
+/// 57P01/57P02/57P03, a terminated backend, or an I/O error); anything else is fatal.
+fn classify(e: postgres::Error) -> StoreError {
+    let text = describe(&e);
+    if let Some(code) = e.code() {
+        let c = code.code();
+        return match c {
+            "40001" | "40P01" | "55P03" | "57014" => StoreError::Abort(text),
+            _ if c.starts_with("53") => StoreError::Abort(text),
+            _ if c.starts_with("08") || c.starts_with("57P") => StoreError::Lost(text),
+            _ => StoreError::Fatal(text),
+        };
     }
-    StoreError::Lost(format!("postgres: {e}"))
+    StoreError::Lost(text)
+}
+
+/// Connecting: a server that refuses or is out of connections is retried; bad credentials or
+/// a database that does not exist are not.
+fn classify_connect(e: postgres::Error) -> StoreError {
+    let text = format!("connecting: {}", describe(&e));
+    match e.code().map(|c| c.code()) {
+        Some(c) if c.starts_with("28") || c == "3D000" => StoreError::Fatal(text),
+        Some(c) if c.starts_with("53") || c.starts_with("57P") || c.starts_with("08") => {
+            StoreError::Lost(text)
+        }
+        Some(_) => StoreError::Fatal(text),
+        None => StoreError::Lost(text),
+    }
 }
 
 impl Backend for Postgres {
@@ -58,8 +100,7 @@ impl Backend for Postgres {
             .map_err(|e| StoreError::Fatal(format!("postgres: {e}")))
     }
     fn connect(&self) -> Result<Box<dyn Store>, StoreError> {
-        let mut c = Client::connect(&self.url, NoTls)
-            .map_err(|e| StoreError::Fatal(format!("postgres connect: {e}")))?;
+        let mut c = Client::connect(&self.url, NoTls).map_err(classify_connect)?;
         let read = c
             .prepare("SELECT v FROM kv WHERE k = $1")
             .map_err(classify)?;

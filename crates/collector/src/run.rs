@@ -31,6 +31,8 @@ pub struct RunReport {
     pub history_bytes: u64,
     /// First few abort reasons, for the user.
     pub abort_examples: Vec<String>,
+    /// Connections re-established after one was lost (a restart, a cut connection).
+    pub reconnects: u64,
 }
 
 impl RunReport {
@@ -47,6 +49,22 @@ impl RunReport {
     pub fn bytes_per_1000(&self) -> f64 {
         let n = (self.committed + self.aborted + self.unknown).max(1) as f64;
         self.history_bytes as f64 / n * 1000.0
+    }
+}
+
+/// A session's first connection, retried like a reconnection while the database is
+/// unreachable (many clients starting at once can find it out of connections).
+fn connect_retrying(backend: &dyn Backend) -> Result<Box<dyn crate::store::Store>, StoreError> {
+    let t0 = Instant::now();
+    let mut wait = Duration::from_millis(20);
+    loop {
+        match backend.connect() {
+            Err(StoreError::Lost(_)) if t0.elapsed() < Duration::from_secs(60) => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(1));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -89,7 +107,7 @@ pub fn run(
                         ),
                         None => None,
                     };
-                    let store = backend.connect()?;
+                    let store = connect_retrying(backend)?;
                     let mut s = Session::new(
                         i,
                         store,
@@ -115,6 +133,7 @@ pub fn run(
                         done.fetch_add(1, Ordering::Relaxed);
                     }
                     rep.history_bytes = s.log_bytes;
+                    rep.reconnects = s.reconnects;
                     Ok(rep)
                 })
             })
@@ -136,6 +155,7 @@ pub fn run(
         total.committed += r.committed;
         total.aborted += r.aborted;
         total.unknown += r.unknown;
+        total.reconnects += r.reconnects;
         total.latencies.extend(r.latencies);
         total.history_bytes += r.history_bytes;
         if total.abort_examples.len() < 3 {

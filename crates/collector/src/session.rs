@@ -87,7 +87,12 @@ pub struct Session<'a> {
     reconnect: Box<dyn Fn() -> Result<Box<dyn Store>, StoreError> + Send + 'a>,
     /// Bytes of history written.
     pub log_bytes: u64,
+    /// Connections re-established after one was lost.
+    pub reconnects: u64,
 }
+
+/// How long a session keeps trying to reconnect (a database restart takes seconds).
+const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct RecTx<'a> {
     store: &'a mut dyn Store,
@@ -152,6 +157,34 @@ impl Tx for RecTx<'_> {
 }
 
 impl<'a> Session<'a> {
+    /// A new connection after one was lost, retried with exponential backoff while the
+    /// database is unreachable (restarting, out of connections); a fatal error (bad
+    /// credentials, no such database) or `RECONNECT_FOR` without success ends the run.
+    fn reconnect_with_backoff(&mut self) -> Result<Box<dyn Store>, StoreError> {
+        let t0 = Instant::now();
+        let mut wait = std::time::Duration::from_millis(20);
+        loop {
+            match (self.reconnect)() {
+                Ok(s) => {
+                    self.reconnects += 1;
+                    return Ok(s);
+                }
+                Err(StoreError::Lost(e)) if t0.elapsed() < RECONNECT_FOR => {
+                    let _ = e;
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(std::time::Duration::from_secs(1));
+                }
+                Err(StoreError::Lost(e)) => {
+                    return Err(StoreError::Fatal(format!(
+                        "could not reconnect for {} s: {e}",
+                        RECONNECT_FOR.as_secs()
+                    )))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// `index` makes transaction ids and write ids unique across the sessions of a run.
     pub fn new(
         index: usize,
@@ -171,6 +204,7 @@ impl<'a> Session<'a> {
             since_fence: 0,
             reconnect,
             log_bytes: 0,
+            reconnects: 0,
         }
     }
 
@@ -247,7 +281,7 @@ impl<'a> Session<'a> {
                 // COMMIT was never sent, so the database cannot have committed it.
                 self.store.rollback();
                 if matches!(e, StoreError::Lost(_)) {
-                    self.store = (self.reconnect)()?;
+                    self.store = self.reconnect_with_backoff()?;
                 }
                 (
                     TxnOutcome::Aborted(e.to_string()),
@@ -272,7 +306,7 @@ impl<'a> Session<'a> {
                         )
                     }
                     Err(StoreError::Lost(e)) => {
-                        self.store = (self.reconnect)()?;
+                        self.store = self.reconnect_with_backoff()?;
                         (
                             TxnOutcome::Unknown(e),
                             ",\"status\":\"unknown\"}\n".to_string(),

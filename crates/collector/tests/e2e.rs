@@ -3,6 +3,9 @@
 //! (`.ci/run` sets them) and print that they skipped otherwise; each makes and drops its own
 //! database.
 
+mod common;
+
+use common::TempDb;
 use krait_checker::{check, Anomaly, EdgeKind, Options, Verdict};
 use krait_collector::{backend, Isolation, RunConfig, RunReport};
 use krait_workloads::{BlindWKv, LostUpdate, Workload, WriteSkew};
@@ -66,58 +69,6 @@ fn sqlite_blindw_rw_is_serializable() {
     assert!(s.timestamps);
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&db);
-}
-
-/// A database of its own for one test, dropped at the end.
-struct TempDb {
-    admin: String,
-    name: String,
-    url: String,
-    mysql: bool,
-}
-
-impl TempDb {
-    fn new(var: &str, tag: &str) -> Option<TempDb> {
-        let Ok(admin) = std::env::var(var) else {
-            println!("skipped: {var} is not set");
-            return None;
-        };
-        let name = format!("krait_{tag}_{}", std::process::id());
-        let mysql = admin.starts_with("mysql://") || admin.starts_with("mariadb://");
-        let base = admin
-            .rsplit_once('/')
-            .map(|(b, _)| b.to_string())
-            .unwrap_or(admin.clone());
-        let url = format!("{base}/{name}");
-        let db = TempDb {
-            admin,
-            name,
-            url,
-            mysql,
-        };
-        db.exec(&format!("DROP DATABASE IF EXISTS {}", db.name));
-        db.exec(&format!("CREATE DATABASE {}", db.name));
-        Some(db)
-    }
-    fn exec(&self, sql: &str) {
-        if self.mysql {
-            use mysql::prelude::Queryable;
-            let mut c = mysql::Conn::new(
-                mysql::Opts::from_url(&self.admin.replacen("mariadb://", "mysql://", 1)).unwrap(),
-            )
-            .unwrap();
-            c.query_drop(sql).unwrap();
-        } else {
-            let mut c = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
-            c.batch_execute(sql).unwrap();
-        }
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
-    }
 }
 
 #[test]
