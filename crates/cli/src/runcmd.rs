@@ -13,7 +13,7 @@ use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// sqlite[:PATH] (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.
+    /// `sqlite[:PATH]` (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.
     #[arg(long, default_value = "sqlite")]
     pub store: String,
     /// blindw-rm, blindw-rw, blindw-wm, twitter, rubis, tpcc, write-skew, lost-update.

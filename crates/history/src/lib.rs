@@ -3,7 +3,7 @@
 //! Inputs: Cobra binary log directories (`T*.log`), krait's native JSON Lines, and the formats of
 //! other checkers: Jepsen/Elle EDN, PolySI/IsoVista text, dbcop JSON and bincode.
 //! Outputs: a compact [`History`] (struct of arrays, dense ids), the resolution of each read to
-//! the write it observed ([`resolve`]), and writers for both formats.
+//! the write it observed ([`resolve()`]), and writers for both formats.
 
 pub mod cobra;
 pub mod dbcop;

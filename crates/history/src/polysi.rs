@@ -4,7 +4,7 @@
 //! 0 is the initial value of every key. IsoVista writes the writes of aborted transactions with
 //! transaction id -1. See `docs/history-format.md`.
 //!
-//! Also home of [`Collector`], which the EDN, PolySI and dbcop readers share: they all meet a
+//! Also home of `Collector`, which the EDN, PolySI and dbcop readers share: they all meet a
 //! session's transactions interleaved with other sessions', so they gather them per session and
 //! build the history once the whole input is read.
 
