@@ -453,6 +453,8 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                             out: record.then(|| dir.clone()),
                             fsync: false,
                             seed: 1,
+                            // Its own temporary directory, reused run after run.
+                            replace: true,
                         };
                         let r = krait_collector::run(
                             backend.as_ref(),

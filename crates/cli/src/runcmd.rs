@@ -42,6 +42,9 @@ pub struct RunArgs {
     /// Check the recorded history when the run ends.
     #[arg(long)]
     pub check: bool,
+    /// Replace the session logs an earlier run left in --out (refused otherwise).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn workload(name: &str, clients: usize) -> anyhow::Result<Box<dyn Workload>> {
@@ -77,6 +80,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         out: (!a.no_record).then(|| a.out.clone()),
         fsync: a.fsync,
         seed: a.seed,
+        replace: a.force,
     };
     eprintln!(
         "running {} with {} clients on {}",
@@ -187,6 +191,7 @@ pub fn demo(txns: usize, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         fsync: false,
         seed: 7,
         check: true,
+        force: false,
     });
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));

@@ -388,3 +388,37 @@ fn check_in_rounds() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--order needs the whole history"));
     let _ = std::fs::remove_file(&p);
 }
+
+/// A second run into a directory that holds a history is refused unless asked to replace it,
+/// and a directory another run holds (its lock) is refused outright.
+#[test]
+fn run_never_deletes_a_history_unasked() {
+    let dir = tmp("run-twice");
+    let db = tmp("run-twice.sqlite");
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |extra: &[&str]| {
+        krait()
+            .arg("run")
+            .arg("--store")
+            .arg(format!("sqlite:{}", db.display()))
+            .args(["--txns", "40", "--clients", "2", "--out"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run(&[]).status.code(), Some(0));
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("already holds 2 session logs") && err.contains("--force"), "{err}");
+    assert_eq!(run(&["--force"]).status.code(), Some(0));
+    std::fs::write(dir.join(".krait-run.lock"), "1\n").unwrap();
+    let locked = run(&["--force"]);
+    assert_eq!(locked.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&locked.stderr).contains("being written by another krait run"));
+    let _ = std::fs::remove_dir_all(&dir);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+}

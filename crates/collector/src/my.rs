@@ -60,17 +60,17 @@ fn classify(e: mysql::Error) -> StoreError {
 
 impl Backend for MySql {
     fn describe(&self) -> String {
-        format!("MariaDB/MySQL {} ({})", self.url, self.isolation.sql())
+        format!("MariaDB/MySQL {} ({})", crate::store::redact(&self.url), self.isolation.sql())
     }
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError> {
         let mut c = self.open()?;
         let f = |e: mysql::Error| StoreError::Fatal(format!("mysql: {e}"));
-        c.query_drop("DROP TABLE IF EXISTS kv").map_err(f)?;
-        c.query_drop("CREATE TABLE kv (k VARCHAR(255) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB")
+        c.query_drop("DROP TABLE IF EXISTS krait_kv").map_err(f)?;
+        c.query_drop("CREATE TABLE krait_kv (k VARCHAR(255) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB")
             .map_err(f)?;
         for chunk in initial.chunks(500) {
             c.exec_batch(
-                "INSERT INTO kv (k, v) VALUES (?, ?)",
+                "INSERT INTO krait_kv (k, v) VALUES (?, ?)",
                 chunk.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             )
             .map_err(f)?;
@@ -98,13 +98,13 @@ impl Store for MyConn {
     }
     fn read(&mut self, key: &str) -> Result<Option<String>, StoreError> {
         self.c
-            .exec_first("SELECT v FROM kv WHERE k = ?", (key,))
+            .exec_first("SELECT v FROM krait_kv WHERE k = ?", (key,))
             .map_err(classify)
     }
     fn write(&mut self, key: &str, value: &str) -> Result<(), StoreError> {
         self.c
             .exec_drop(
-                "INSERT INTO kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+                "INSERT INTO krait_kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
                 (key, value),
             )
             .map_err(classify)

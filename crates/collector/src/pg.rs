@@ -77,20 +77,20 @@ fn classify_connect(e: postgres::Error) -> StoreError {
 
 impl Backend for Postgres {
     fn describe(&self) -> String {
-        format!("PostgreSQL {} ({})", self.url, self.isolation.sql())
+        format!("PostgreSQL {} ({})", crate::store::redact(&self.url), self.isolation.sql())
     }
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError> {
         let mut c = Client::connect(&self.url, NoTls)
             .map_err(|e| StoreError::Fatal(format!("postgres connect: {e}")))?;
         c.batch_execute(
-            "DROP TABLE IF EXISTS kv; CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL);",
+            "DROP TABLE IF EXISTS krait_kv; CREATE TABLE krait_kv (k TEXT PRIMARY KEY, v TEXT NOT NULL);",
         )
         .map_err(|e| StoreError::Fatal(format!("postgres: {e}")))?;
         let mut tx = c
             .transaction()
             .map_err(|e| StoreError::Fatal(format!("postgres: {e}")))?;
         let st = tx
-            .prepare("INSERT INTO kv (k, v) VALUES ($1, $2)")
+            .prepare("INSERT INTO krait_kv (k, v) VALUES ($1, $2)")
             .map_err(|e| StoreError::Fatal(format!("postgres: {e}")))?;
         for (k, v) in initial {
             tx.execute(&st, &[k, v])
@@ -102,10 +102,10 @@ impl Backend for Postgres {
     fn connect(&self) -> Result<Box<dyn Store>, StoreError> {
         let mut c = Client::connect(&self.url, NoTls).map_err(classify_connect)?;
         let read = c
-            .prepare("SELECT v FROM kv WHERE k = $1")
+            .prepare("SELECT v FROM krait_kv WHERE k = $1")
             .map_err(classify)?;
         let write = c
-            .prepare("INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+            .prepare("INSERT INTO krait_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
             .map_err(classify)?;
         Ok(Box::new(PgConn {
             c,

@@ -4,7 +4,7 @@
 use crate::session::{Log, Session, TxnOutcome};
 use crate::store::{Backend, StoreError};
 use krait_workloads::{Rng, Workload};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,37 @@ pub struct RunConfig {
     pub out: Option<PathBuf>,
     pub fsync: bool,
     pub seed: u64,
+    /// Replace the session logs an earlier run left in `out` (otherwise such a directory is
+    /// refused: nothing of the user's is deleted unasked).
+    pub replace: bool,
+}
+
+/// Holds a run's output directory: one run at a time writes a directory.
+struct DirLock(PathBuf);
+
+impl DirLock {
+    fn take(dir: &Path) -> Result<DirLock, StoreError> {
+        let p = dir.join(".krait-run.lock");
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(mut f) => {
+                use std::io::Write;
+                let _ = writeln!(f, "{}", std::process::id());
+                Ok(DirLock(p))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(StoreError::Fatal(format!(
+                "{} is being written by another krait run (its lock {} exists; remove it if no run is)",
+                dir.display(),
+                p.display()
+            ))),
+            Err(e) => Err(StoreError::Fatal(format!("locking {}: {e}", p.display()))),
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -76,19 +107,33 @@ pub fn run(
     cfg: &RunConfig,
     done: &AtomicU64,
 ) -> Result<RunReport, StoreError> {
-    backend.setup(&workload.initial())?;
+    let mut _lock = None;
     if let Some(dir) = &cfg.out {
         std::fs::create_dir_all(dir)
             .map_err(|e| StoreError::Fatal(format!("creating {}: {e}", dir.display())))?;
-        // A directory holds one run: clear earlier session logs.
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                if e.path().extension().is_some_and(|x| x == "jsonl") {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
+        _lock = Some(DirLock::take(dir)?);
+        // A directory holds one run: earlier session logs are replaced only when asked.
+        let old: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !old.is_empty() && !cfg.replace {
+            return Err(StoreError::Fatal(format!(
+                "{} already holds {} session logs (e.g. {}); use --force to replace them, or another directory",
+                dir.display(),
+                old.len(),
+                old[0].display()
+            )));
+        }
+        for p in old {
+            let _ = std::fs::remove_file(p);
         }
     }
+    backend.setup(&workload.initial())?;
     let t0 = Instant::now();
     let results: Vec<Result<RunReport, StoreError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..cfg.clients)

@@ -49,13 +49,13 @@ impl Backend for Sqlite {
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError> {
         let mut c = self.open()?;
         c.execute_batch(
-            "DROP TABLE IF EXISTS kv; CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL);",
+            "DROP TABLE IF EXISTS krait_kv; CREATE TABLE krait_kv (k TEXT PRIMARY KEY, v TEXT NOT NULL);",
         )
         .map_err(fatal)?;
         let tx = c.transaction().map_err(fatal)?;
         {
             let mut st = tx
-                .prepare("INSERT INTO kv (k, v) VALUES (?1, ?2)")
+                .prepare("INSERT INTO krait_kv (k, v) VALUES (?1, ?2)")
                 .map_err(fatal)?;
             for (k, v) in initial {
                 st.execute((k, v)).map_err(fatal)?;
@@ -80,7 +80,7 @@ impl Store for SqliteConn {
     fn read(&mut self, key: &str) -> Result<Option<String>, StoreError> {
         let mut st = self
             .c
-            .prepare_cached("SELECT v FROM kv WHERE k = ?1")
+            .prepare_cached("SELECT v FROM krait_kv WHERE k = ?1")
             .map_err(classify)?;
         st.query_row([key], |r| r.get::<_, String>(0))
             .optional()
@@ -90,7 +90,7 @@ impl Store for SqliteConn {
         let mut st = self
             .c
             .prepare_cached(
-                "INSERT INTO kv (k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+                "INSERT INTO krait_kv (k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
             )
             .map_err(classify)?;
         st.execute((key, value)).map(|_| ()).map_err(classify)

@@ -1,7 +1,8 @@
-//! Stores: a database holding one table `kv (k PRIMARY KEY, v)`, seen through one connection
+//! Stores: a database holding one table `krait_kv (k PRIMARY KEY, v)` — krait's own, so a
+//! run never drops a table of the user's — seen through one connection
 //! per session, with the database's own error codes mapped to what the history must record.
 //!
-//! SQL used (all backends): `SELECT v FROM kv WHERE k = ?` for a read; an upsert for a write
+//! SQL used (all backends): `SELECT v FROM krait_kv WHERE k = ?` for a read; an upsert for a write
 //! (PostgreSQL `INSERT … ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, MariaDB
 //! `INSERT … ON DUPLICATE KEY UPDATE v = VALUES(v)`, SQLite `INSERT … ON CONFLICT(k) DO UPDATE`);
 //! transactions opened with the isolation level asked for.
@@ -96,3 +97,39 @@ pub fn backend(spec: &str, isolation: Isolation) -> Result<Box<dyn Backend>, Sto
 }
 
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A database URL fit to print: its password, if any, replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some(scheme) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme + 3..];
+    let Some(at) = rest.find('@') else {
+        return url.to_string();
+    };
+    match rest[..at].find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme + 3],
+            &rest[..colon],
+            &rest[at..]
+        ),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_never_printed() {
+        assert_eq!(
+            super::redact("postgres://alice:s3cret@db:5432/app"),
+            "postgres://alice:***@db:5432/app"
+        );
+        assert_eq!(
+            super::redact("mysql://root@127.0.0.1:3306/x"),
+            "mysql://root@127.0.0.1:3306/x"
+        );
+        assert_eq!(super::redact("sqlite:/tmp/x.db"), "sqlite:/tmp/x.db");
+    }
+}

@@ -34,6 +34,7 @@ fn record(
         out: Some(out.to_path_buf()),
         fsync: false,
         seed: 3,
+        replace: false,
     };
     krait_collector::run(b.as_ref(), w, &cfg, &AtomicU64::new(0)).unwrap()
 }

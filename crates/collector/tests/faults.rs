@@ -127,10 +127,10 @@ fn rows(db: &TempDb) -> Vec<(String, u64)> {
     let pairs: Vec<(String, String)> = if db.mysql {
         use mysql::prelude::Queryable;
         let mut c = mysql::Conn::new(mysql::Opts::from_url(&db.url).unwrap()).unwrap();
-        c.query("SELECT k, v FROM kv").unwrap()
+        c.query("SELECT k, v FROM krait_kv").unwrap()
     } else {
         let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-        c.query("SELECT k, v FROM kv", &[])
+        c.query("SELECT k, v FROM krait_kv", &[])
             .unwrap()
             .iter()
             .map(|r| (r.get(0), r.get(1)))
@@ -168,6 +168,7 @@ fn run_with(var: &str, tag: &str, fault: Fault) {
         out: Some(out.clone()),
         fsync: false,
         seed: 11,
+        replace: false,
     };
     let w = BlindWKv {
         keys: 40,
