@@ -422,3 +422,34 @@ fn run_never_deletes_a_history_unasked() {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
 }
+
+/// More session logs than the open-file limit: read one at a time.
+#[test]
+fn more_sessions_than_open_files() {
+    let dir = tmp("many-sessions");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for s in 0..300 {
+        std::fs::write(
+            dir.join(format!("c{s}.jsonl")),
+            format!("{{\"session\":\"c{s}\",\"txn\":{s},\"ops\":[[\"w\",\"k{s}\",1]]}}\n"),
+        )
+        .unwrap();
+    }
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 64 && exec {} check {}",
+            env!("CARGO_BIN_EXE_krait"),
+            dir.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

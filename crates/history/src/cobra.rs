@@ -34,6 +34,7 @@ pub fn session_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, InputError> {
         let Some(name) = name.to_str() else { continue };
         if let Some(num) = name.strip_prefix('T').and_then(|s| s.strip_suffix(".log")) {
             if let Ok(n) = num.parse::<u64>() {
+                crate::regular_file(&entry.path())?;
                 files.push((n, entry.path()));
             }
         }

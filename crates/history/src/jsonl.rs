@@ -109,9 +109,12 @@ pub fn dir_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, InputError> {
     let rd = std::fs::read_dir(dir).map_err(|e| InputError::io(dir, e))?;
     let mut files: Vec<_> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
     files.sort();
+    for f in &files {
+        crate::regular_file(f)?;
+    }
     Ok(files)
 }
 
@@ -125,12 +128,45 @@ pub fn read_dir(dir: &Path) -> Result<Loaded, InputError> {
             "no *.jsonl files in this directory",
         ));
     }
-    let mut inputs = Vec::new();
-    for f in files {
-        let file = std::fs::File::open(&f).map_err(|e| InputError::io(&f, e))?;
-        inputs.push((f, std::io::BufReader::with_capacity(1 << 20, file)));
-    }
+    // Opened one at a time, as they are read: more sessions than the open-file limit allows.
+    let inputs = files
+        .into_iter()
+        .map(|f| (f.clone(), LazyFile { path: f, file: None }))
+        .collect();
     read_many(inputs)
+}
+
+/// A session file opened when first read and closed when dropped.
+struct LazyFile {
+    path: std::path::PathBuf,
+    file: Option<std::io::BufReader<std::fs::File>>,
+}
+
+impl LazyFile {
+    fn open(&mut self) -> std::io::Result<&mut std::io::BufReader<std::fs::File>> {
+        if self.file.is_none() {
+            let f = std::fs::File::open(&self.path)?;
+            self.file = Some(std::io::BufReader::with_capacity(1 << 20, f));
+        }
+        Ok(self.file.as_mut().unwrap())
+    }
+}
+
+impl std::io::Read for LazyFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.open()?.read(buf)
+    }
+}
+
+impl BufRead for LazyFile {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.open()?.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        if let Some(f) = self.file.as_mut() {
+            f.consume(n);
+        }
+    }
 }
 
 pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {

@@ -59,10 +59,7 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
         if cobra::is_cobra_dir(path) {
             return Ok(Format::Cobra);
         }
-        if jsonl::dir_files(path)
-            .map(|f| !f.is_empty())
-            .unwrap_or(false)
-        {
+        if !jsonl::dir_files(path)?.is_empty() {
             return Ok(Format::Jsonl);
         }
         if path.join(dbcop::BINCODE_NAME).is_file() {
@@ -81,6 +78,7 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
             "no such file or directory",
         ));
     }
+    regular_file(path)?;
     Ok(match path.extension().and_then(|e| e.to_str()) {
         Some("edn") => Format::Edn,
         Some("txt") => Format::Polysi,
@@ -88,6 +86,21 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
         Some("json") if dbcop::looks_like_json_history(path) => Format::Dbcop,
         _ => Format::Jsonl,
     })
+}
+
+/// Refuses what is not a regular file (links are followed): reading a FIFO or a device would
+/// block or never end.
+pub fn regular_file(path: &Path) -> Result<(), InputError> {
+    let m = std::fs::metadata(path).map_err(|e| InputError::io(path, e))?;
+    if m.is_file() {
+        Ok(())
+    } else {
+        Err(InputError::new(
+            path,
+            Location::Nowhere,
+            "not a regular file (a FIFO, device or socket?): refused",
+        ))
+    }
 }
 
 pub struct Loaded {

@@ -55,6 +55,20 @@ struct Tail {
     ts: Option<bool>,
     /// Transactions this file has given so far.
     txns: u64,
+    /// The file's identity (device, inode) when first read: a log replaced under the same
+    /// name is another history, not more of this one.
+    id: Option<(u64, u64)>,
+}
+
+#[cfg(unix)]
+fn file_id(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 impl Tail {
@@ -66,14 +80,32 @@ impl Tail {
             line: 0,
             ts: None,
             txns: 0,
+            id: None,
         }
     }
     fn read_more(&mut self) -> Result<bool, InputError> {
         let mut f = std::fs::File::open(&self.path).map_err(|e| InputError::io(&self.path, e))?;
-        let len = f
-            .metadata()
-            .map_err(|e| InputError::io(&self.path, e))?
-            .len();
+        let meta = f.metadata().map_err(|e| InputError::io(&self.path, e))?;
+        if !meta.is_file() {
+            return Err(InputError::new(
+                &self.path,
+                Location::Nowhere,
+                "not a regular file (a FIFO, device or socket?): refused",
+            ));
+        }
+        let id = file_id(&meta);
+        match self.id {
+            None => self.id = id,
+            Some(old) if id.is_some_and(|x| x != old) => {
+                return Err(InputError::new(
+                    &self.path,
+                    Location::Offset(self.offset),
+                    "the file was replaced while being followed (another file now has its name)",
+                ))
+            }
+            _ => {}
+        }
+        let len = meta.len();
         if len < self.offset {
             return Err(InputError::new(
                 &self.path,

@@ -184,3 +184,39 @@ fn cobra_logs_fed_a_byte_at_a_time() {
         "{warnings:?}"
     );
 }
+
+/// A log replaced under its name (rotated, recreated by another run) is not more of the same
+/// history: an error naming the file, even when the new file is longer.
+#[test]
+fn a_replaced_log_is_an_error() {
+    let p = tmp("replaced.jsonl");
+    let line = "{\"session\":\"a\",\"txn\":1,\"ops\":[[\"w\",\"x\",1]]}\n";
+    std::fs::write(&p, line).unwrap();
+    let mut f = Follower::new(&p, Some(StreamFormat::Jsonl)).unwrap();
+    let mut keys = Table::default();
+    assert_eq!(f.poll(&mut keys).unwrap().txns.len(), 1);
+    let other = tmp("replaced.jsonl.new");
+    std::fs::write(&other, format!("{line}{line}{line}")).unwrap();
+    std::fs::rename(&other, &p).unwrap();
+    let e = f.poll(&mut keys).unwrap_err();
+    assert!(e.to_string().contains("replaced while being followed"), "{e}");
+    let _ = std::fs::remove_file(&p);
+}
+
+/// FIFOs and devices are refused instead of blocking the reader forever.
+#[test]
+fn fifos_are_refused() {
+    let dir = tmp("fifo-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("c0.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("skipped: mkfifo is not available");
+        return;
+    }
+    let e = krait_history::load(&dir, None).err().expect("refused");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let e = krait_history::load(&fifo, None).err().expect("refused");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
