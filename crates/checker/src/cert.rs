@@ -175,6 +175,16 @@ pub struct Certificate {
     pub txns: Vec<CertTxn>,
 }
 
+/// A name from the input as it may be printed: control characters (escape sequences, newlines)
+/// written out, so a session name cannot rewrite the terminal.
+pub(crate) fn printable(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.escape_default().to_string()
+    } else {
+        s.to_string()
+    }
+}
+
 pub(crate) fn txn_name(h: &History, t: TxnId) -> String {
     h.display_txn(t)
 }
@@ -206,7 +216,7 @@ pub(crate) fn describe_txn(h: &History, r: &Resolution, t: TxnId) -> CertTxn {
         .collect();
     CertTxn {
         name: txn_name(h, t),
-        session: h.session_names[h.session_of(t)].clone(),
+        session: printable(&h.session_names[h.session_of(t)]),
         status: h.txn_status[t as usize].as_str().to_string(),
         ops,
     }
@@ -640,7 +650,7 @@ impl Explainer<'_> {
                 let s = self
                     .b
                     .txn_of(u)
-                    .map(|t| self.h.session_names[self.h.session_of(t)].clone())
+                    .map(|t| printable(&self.h.session_names[self.h.session_of(t)]))
                     .unwrap_or_default();
                 format!("{a} came before {b} in session {s}")
             }

@@ -115,9 +115,9 @@ pub struct CheckArgs {
     pub no_theory_propagation: bool,
     #[arg(long, value_enum, default_value = "cdcl")]
     pub solver: SolverArg,
-    /// Give up (UNKNOWN, exit 3) after this many seconds of solving.
-    #[arg(long)]
-    pub timeout: Option<f64>,
+    /// Give up (UNDECIDED, exit 3) after this many seconds of solving; 0 for no limit.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
     /// Per-phase timings.
     #[arg(long)]
     pub timings: bool,
@@ -422,8 +422,8 @@ pub fn options_of(a: &CheckArgs) -> Options {
         want_order: a.order,
         ..Options::default()
     };
-    if let Some(t) = a.timeout {
-        o.budget = o.budget.with_timeout(Duration::from_secs_f64(t));
+    if a.timeout > 0.0 {
+        o.budget = o.budget.with_timeout(Duration::from_secs_f64(a.timeout));
     }
     o
 }

@@ -162,7 +162,7 @@ pub fn check_args(path: PathBuf) -> CheckArgs {
         no_order_phase: false,
         no_theory_propagation: false,
         solver: SolverArg::Cdcl,
-        timeout: None,
+        timeout: 600.0,
         timings: true,
         order: false,
         dot: None,

@@ -411,7 +411,10 @@ fn run_never_deletes_a_history_unasked() {
     let again = run(&[]);
     assert_eq!(again.status.code(), Some(2));
     let err = String::from_utf8_lossy(&again.stderr);
-    assert!(err.contains("already holds 2 session logs") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("already holds 2 session logs") && err.contains("--force"),
+        "{err}"
+    );
     assert_eq!(run(&["--force"]).status.code(), Some(0));
     std::fs::write(dir.join(".krait-run.lock"), "1\n").unwrap();
     let locked = run(&["--force"]);
@@ -452,4 +455,36 @@ fn more_sessions_than_open_files() {
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Session names come from the input: a name holding escape sequences or newlines is written
+/// out, never passed to the terminal or into a DOT file raw.
+#[test]
+fn hostile_session_names_are_escaped() {
+    let p = tmp("hostile.jsonl");
+    std::fs::write(
+        &p,
+        "{\"session\":\"a\\u001b[2J\\nb\",\"txn\":1,\"ops\":[[\"w\",\"x\",1]]}\n\
+         {\"session\":\"a\\u001b[2J\\nb\",\"txn\":2,\"ops\":[[\"r\",\"x\",null]]}\n",
+    )
+    .unwrap();
+    let dot = tmp("hostile.dot");
+    let out = krait()
+        .arg("check")
+        .arg(&p)
+        .arg("--dot")
+        .arg(&dot)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("\\u{1b}[2J\\nb"), "{text}");
+    let d = std::fs::read_to_string(&dot).unwrap();
+    assert!(
+        !d.contains('\u{1b}') && d.lines().all(|l| !l.ends_with("a")),
+        "{d}"
+    );
+    let _ = std::fs::remove_file(&p);
+    let _ = std::fs::remove_file(&dot);
 }

@@ -158,7 +158,7 @@ fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
             }
             if verdict != "REJECT" {
                 failures.push(format!("want REJECT {want}, got {verdict}"));
-            } else if &anomaly != want {
+            } else if anomaly != *want {
                 if case.known_disagreement {
                     note = Some(format!(
                         "known disagreement: want {want}, krait says {anomaly}: {summary}"

@@ -60,14 +60,20 @@ fn classify(e: mysql::Error) -> StoreError {
 
 impl Backend for MySql {
     fn describe(&self) -> String {
-        format!("MariaDB/MySQL {} ({})", crate::store::redact(&self.url), self.isolation.sql())
+        format!(
+            "MariaDB/MySQL {} ({})",
+            crate::store::redact(&self.url),
+            self.isolation.sql()
+        )
     }
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError> {
         let mut c = self.open()?;
         let f = |e: mysql::Error| StoreError::Fatal(format!("mysql: {e}"));
         c.query_drop("DROP TABLE IF EXISTS krait_kv").map_err(f)?;
-        c.query_drop("CREATE TABLE krait_kv (k VARCHAR(255) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB")
-            .map_err(f)?;
+        c.query_drop(
+            "CREATE TABLE krait_kv (k VARCHAR(255) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB",
+        )
+        .map_err(f)?;
         for chunk in initial.chunks(500) {
             c.exec_batch(
                 "INSERT INTO krait_kv (k, v) VALUES (?, ?)",

@@ -77,7 +77,11 @@ fn classify_connect(e: postgres::Error) -> StoreError {
 
 impl Backend for Postgres {
     fn describe(&self) -> String {
-        format!("PostgreSQL {} ({})", crate::store::redact(&self.url), self.isolation.sql())
+        format!(
+            "PostgreSQL {} ({})",
+            crate::store::redact(&self.url),
+            self.isolation.sql()
+        )
     }
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError> {
         let mut c = Client::connect(&self.url, NoTls)

@@ -131,7 +131,15 @@ pub fn read_dir(dir: &Path) -> Result<Loaded, InputError> {
     // Opened one at a time, as they are read: more sessions than the open-file limit allows.
     let inputs = files
         .into_iter()
-        .map(|f| (f.clone(), LazyFile { path: f, file: None }))
+        .map(|f| {
+            (
+                f.clone(),
+                LazyFile {
+                    path: f,
+                    file: None,
+                },
+            )
+        })
         .collect();
     read_many(inputs)
 }

@@ -199,7 +199,10 @@ fn a_replaced_log_is_an_error() {
     std::fs::write(&other, format!("{line}{line}{line}")).unwrap();
     std::fs::rename(&other, &p).unwrap();
     let e = f.poll(&mut keys).unwrap_err();
-    assert!(e.to_string().contains("replaced while being followed"), "{e}");
+    assert!(
+        e.to_string().contains("replaced while being followed"),
+        "{e}"
+    );
     let _ = std::fs::remove_file(&p);
 }
 

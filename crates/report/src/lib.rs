@@ -140,7 +140,10 @@ pub fn report_text(r: &Report, timings: bool) -> String {
             out.push_str(&certificate_text(c));
         }
         Verdict::Unknown { reason } => {
-            let _ = writeln!(out, "UNKNOWN: {reason}");
+            let _ = writeln!(
+                out,
+                "UNDECIDED: {reason}; neither verdict is claimed (raise --timeout, or 0 for no limit)"
+            );
         }
     }
     let s = &r.stats;
@@ -179,7 +182,19 @@ pub fn report_json(r: &Report) -> serde_json::Value {
     serde_json::to_value(r).expect("report serializes")
 }
 
+/// Text fit for a DOT string: quotes and backslashes escaped, control characters (a newline in
+/// a session name) written out rather than breaking the file.
 fn dot_escape(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
@@ -201,8 +216,8 @@ pub fn certificate_dot(c: &Certificate) -> String {
     for t in &c.txns {
         let label = format!(
             "{} ({})\\n{}",
-            t.name,
-            t.session,
+            dot_escape(&t.name),
+            dot_escape(&t.session),
             t.ops
                 .iter()
                 .map(|o| dot_escape(o))
