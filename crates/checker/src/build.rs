@@ -548,10 +548,17 @@ fn chains_and_constraints(
                 .collect();
             let init_chain = chains.iter().position(|c| c[0] == INIT);
             if let Some(ic) = init_chain {
+                let tail = *chains[ic].last().unwrap();
                 for (j, c) in chains.iter().enumerate() {
                     if j != ic {
                         b.edges.push((gates[ic].0, c[0]));
                         b.labels.push(Label::fact(gates[ic].1, k));
+                        // The tail's own version precedes the head too: a cycle through it
+                        // alone is a write cycle (G0), which the readers' edge would hide.
+                        if gates[ic].1 == EdgeKind::Rw && tail != INIT {
+                            b.edges.push((tail, c[0]));
+                            b.labels.push(Label::fact(EdgeKind::Ww, k));
+                        }
                     }
                 }
             }

@@ -64,7 +64,14 @@ impl<'a> Deducer<'a> {
         }
         let c = &b.constraints[l.constraint as usize];
         let (u, v) = b.edges[e as usize];
-        let added_first = b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v));
+        // An option's own edge, or the tail → head edge stated beside it (into b's head: the
+        // first option, which puts chain a first).
+        let added_first = b.first_edges(c).iter().any(|&(a, bb, _)| (a, bb) == (u, v))
+            || (!b
+                .second_edges(c)
+                .iter()
+                .any(|&(a, bb, _)| (a, bb) == (u, v))
+                && v == c.b.0);
         let (ha, hb) = (self.x.node_name(c.a.0), self.x.node_name(c.b.0));
         let key = &self.x.h.keys[c.key as usize];
         // The first option puts chain a first; the other order is the one not taken.

@@ -447,7 +447,18 @@ fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u3
                 _ => b.first_edges(&c).to_vec(),
             };
             changed = true;
-            for (u, v, mut l) in add {
+            // The version order chosen, tail before head, stated as well as the readers' edge,
+            // so a cycle through the versions alone shows as the write cycle it is.
+            let (tail, head) = if d == 1 {
+                (c.b.1, c.a.0)
+            } else {
+                (c.a.1, c.b.0)
+            };
+            let extra = add
+                .iter()
+                .any(|&(u, v, l)| l.kind == EdgeKind::Rw && v == head && u != tail)
+                .then(|| (tail, head, Label::fact(EdgeKind::Ww, c.key)));
+            for (u, v, mut l) in add.into_iter().chain(extra) {
                 l.constraint = ci;
                 b.edges.push((u, v));
                 b.labels.push(l);
