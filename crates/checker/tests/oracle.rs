@@ -179,3 +179,29 @@ fn larger_histories_default_and_polygraph() {
         }
     }
 }
+
+/// `krait convert` to Cobra logs and back never turns an ACCEPT into a REJECT: unknown outcomes
+/// that were read are kept (each in a log of its own), unread ones and aborts are left out.
+#[test]
+fn cobra_round_trips_keep_accepts() {
+    let mut r = Rng(0xc0b7a);
+    let dir = std::env::temp_dir().join(format!("krait-cobra-rt-{}", std::process::id()));
+    let mut kept = 0;
+    for i in 0..1500 {
+        let keys = 2 + r.below(2);
+        let h = random_history(&mut r, 10, keys);
+        if !check(&h, &Options::default()).unwrap().verdict.is_accept() {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        krait_history::cobra::write_dir(&h, &dir, false).unwrap();
+        let back = krait_history::cobra::read_dir(&dir, Default::default())
+            .unwrap()
+            .history;
+        let v = check(&back, &Options::default()).unwrap().verdict;
+        assert!(v.is_accept(), "history {i}: {v:?}\n{h:#?}");
+        kept += 1;
+    }
+    assert!(kept > 300, "{kept}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
