@@ -390,6 +390,14 @@ pub fn load(path: &Path, format: Option<Format>) -> Result<krait_history::Loaded
 }
 
 fn save(h: &krait_history::History, out: &Path, timestamps: bool) -> anyhow::Result<()> {
+    // Only native JSON Lines and Cobra directories are written: any other extension would
+    // silently become a Cobra directory with a misleading name.
+    if let Some(e) = out.extension().and_then(|e| e.to_str()) {
+        anyhow::ensure!(
+            matches!(e, "jsonl" | "json"),
+            "krait writes native JSON Lines (OUT ending in .jsonl) or a Cobra log directory (OUT without an extension), not .{e}"
+        );
+    }
     if out.extension().is_some_and(|e| e == "jsonl" || e == "json") {
         krait_history::jsonl::write_file(h, out)
             .with_context(|| format!("writing {}", out.display()))?;
@@ -506,7 +514,10 @@ pub fn check_cmd(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let (Some(dot), Some(cert)) = (&a.dot, report.verdict.certificate()) {
-        write_dot(cert, dot)?;
+        // A drawing that fails is a warning: the exit code stays the verdict's.
+        if let Err(e) = write_dot(cert, dot) {
+            eprintln!("warning: the certificate was not drawn: {e:#}");
+        }
     }
     Ok(match report.verdict {
         Verdict::Accept => ExitCode::SUCCESS,

@@ -488,3 +488,35 @@ fn hostile_session_names_are_escaped() {
     let _ = std::fs::remove_file(&p);
     let _ = std::fs::remove_file(&dot);
 }
+
+/// A drawing that fails is a warning, the exit code stays the verdict's; `convert` refuses an
+/// output name it would not write in the format the name says.
+#[test]
+fn drawing_failures_keep_the_verdict_and_convert_refuses_odd_names() {
+    let p = tmp("nodot.jsonl");
+    std::fs::write(
+        &p,
+        "{\"session\":\"a\",\"txn\":1,\"ops\":[[\"w\",\"x\",1]]}\n\
+         {\"session\":\"a\",\"txn\":2,\"ops\":[[\"r\",\"x\",null]]}\n",
+    )
+    .unwrap();
+    let out = krait()
+        .arg("check")
+        .arg(&p)
+        .arg("--dot")
+        .arg(tmp("nodot.png"))
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: the certificate was not drawn"));
+    let out = krait()
+        .arg("convert")
+        .arg(&p)
+        .arg(tmp("out.edn"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!tmp("out.edn").exists());
+    let _ = std::fs::remove_file(&p);
+}

@@ -9,7 +9,7 @@ fn data() -> Option<PathBuf> {
     if d.is_dir() {
         Some(d)
     } else {
-        println!("skipped: {} is absent", d.display());
+        skip_notice(&format!("skipped: {} is absent", d.display()));
         None
     }
 }
@@ -267,4 +267,11 @@ fn watch_follows_cobra_logs_being_written() {
     assert!(rounds.len() >= 5);
     assert!(v["deleted"].as_u64().unwrap() > 50_000);
     let _ = std::fs::remove_dir_all(&dst);
+}
+
+/// A skip notice the test harness does not capture: written to stderr directly (the print
+/// macros are captured), so `cargo test` shows it without `--nocapture`.
+fn skip_notice(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }

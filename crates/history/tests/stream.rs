@@ -214,7 +214,7 @@ fn fifos_are_refused() {
     let fifo = dir.join("c0.jsonl");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {
-        println!("skipped: mkfifo is not available");
+        skip_notice(&format!("skipped: mkfifo is not available"));
         return;
     }
     let e = krait_history::load(&dir, None).err().expect("refused");
@@ -222,4 +222,11 @@ fn fifos_are_refused() {
     let e = krait_history::load(&fifo, None).err().expect("refused");
     assert!(e.to_string().contains("not a regular file"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A skip notice the test harness does not capture: written to stderr directly (the print
+/// macros are captured), so `cargo test` shows it without `--nocapture`.
+fn skip_notice(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }

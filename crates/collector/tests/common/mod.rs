@@ -12,7 +12,7 @@ pub struct TempDb {
 impl TempDb {
     pub fn new(var: &str, tag: &str) -> Option<TempDb> {
         let Ok(admin) = std::env::var(var) else {
-            println!("skipped: {var} is not set");
+            skip_notice(&format!("skipped: {var} is not set"));
             return None;
         };
         let name = format!("krait_{tag}_{}", std::process::id());
@@ -51,4 +51,11 @@ impl Drop for TempDb {
     fn drop(&mut self) {
         self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
     }
+}
+
+/// A skip notice the test harness does not capture: written to stderr directly (the print
+/// macros are captured), so `cargo test` shows it without `--nocapture`.
+fn skip_notice(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
