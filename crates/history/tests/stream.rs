@@ -214,7 +214,7 @@ fn fifos_are_refused() {
     let fifo = dir.join("c0.jsonl");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {
-        skip_notice(&format!("skipped: mkfifo is not available"));
+        skip_notice("skipped: mkfifo is not available");
         return;
     }
     let e = krait_history::load(&dir, None).err().expect("refused");
