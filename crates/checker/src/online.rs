@@ -237,6 +237,9 @@ pub struct Online {
     /// External ids superseded and deleted by the last garbage collection (for tests).
     pub last_superseded: Vec<u64>,
     pub last_deleted: Vec<u64>,
+    /// Commit times (ns, as logged) of the transactions the last round admitted, so a caller
+    /// can measure how far behind the commits verification runs.
+    pub last_admitted_commits: Vec<u64>,
     /// Writes of recently deleted transactions → (writer, round), so that a later read of one
     /// is rejected at once as stale (older ones fall out: such a read then waits for a writer
     /// that never comes, and is rejected when the logs end).
@@ -282,6 +285,7 @@ impl Online {
             min_sessions: 0,
             hold_gc: false,
             lists_seen: false,
+            last_admitted_commits: Vec::new(),
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
             init_value: FxHashMap::default(),
@@ -573,6 +577,7 @@ impl Online {
         }
         self.round += 1;
         let take = self.admission(&blocked);
+        self.last_admitted_commits.clear();
         // Admit, in session order.
         let mut admitted_fences: Vec<u32> = Vec::new();
         let mut new_ids: Vec<Vec<u32>> = vec![Vec::new(); self.sessions.len()];
@@ -580,6 +585,9 @@ impl Online {
         for si in 0..self.sessions.len() {
             for _ in 0..take[si] {
                 let q = self.sessions[si].queue.pop_front().unwrap();
+                if q.t.commit != krait_history::NO_TIME {
+                    self.last_admitted_commits.push(q.t.commit);
+                }
                 let fence = self.is_fence_txn(&q.t);
                 let id = self.alloc(Live {
                     t: q.t,

@@ -77,9 +77,40 @@ struct Out {
     stream: bool,
     rounds: Vec<RoundStats>,
     peak_live: usize,
+    /// Watch: per transaction, ms from its logged commit to the end of the round that checked
+    /// it (same machine's clock as the collector's, or clocks in sync).
+    lags: Vec<f64>,
+}
+
+/// Wall-clock now in ns, the collector's timestamp unit.
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 impl Out {
+    fn lag(&mut self, on: &Online) {
+        let now = now_ns();
+        self.lags.extend(
+            on.last_admitted_commits
+                .iter()
+                .map(|&c| now.saturating_sub(c) as f64 / 1e6),
+        );
+    }
+
+    /// p50, p99 and max of the lags, in ms.
+    fn lag_summary(&self) -> Option<(f64, f64, f64)> {
+        if self.lags.is_empty() {
+            return None;
+        }
+        let mut l = self.lags.clone();
+        l.sort_by(f64::total_cmp);
+        let at = |p: f64| l[((l.len() - 1) as f64 * p).round() as usize];
+        Some((at(0.5), at(0.99), *l.last().unwrap()))
+    }
+
     fn round(&mut self, st: &RoundStats) {
         self.peak_live = self.peak_live.max(st.checked);
         if self.json && self.stream {
@@ -117,6 +148,12 @@ impl Out {
             obj.insert("total_ms".into(), (total.as_secs_f64() * 1e3).into());
             obj.insert("peak_checked".into(), self.peak_live.into());
             obj.insert("deleted".into(), on.deleted_total().into());
+            if let Some((p50, p99, max)) = self.lag_summary() {
+                obj.insert(
+                    "lag_ms".into(),
+                    serde_json::json!({ "p50": p50, "p99": p99, "max": max }),
+                );
+            }
             if a.rss {
                 obj.insert("peak_rss_bytes".into(), crate::peak_rss_bytes().into());
             }
@@ -138,6 +175,11 @@ impl Out {
                     self.peak_live,
                     on.deleted_total()
                 ),
+            }
+            if let Some((p50, p99, max)) = self.lag_summary() {
+                println!(
+                    "lag from commit to verified: p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms"
+                );
             }
         }
         if let (Some(dot), Some(cert)) = (&a.dot, report.and_then(|r| r.verdict.certificate())) {
@@ -163,6 +205,7 @@ pub fn check_rounds(a: &CheckArgs, round_size: usize) -> anyhow::Result<ExitCode
         stream: false,
         rounds: Vec::new(),
         peak_live: 0,
+        lags: Vec::new(),
     };
     let on = match krait_checker::online::replay(h, online_options(a), round_size, |st, _| {
         out.round(st)
@@ -219,6 +262,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         stream: true,
         rounds: Vec::new(),
         peak_live: 0,
+        lags: Vec::new(),
     };
     let t0 = Instant::now();
     // When the last growth of the logs had been checked: the logs count as idle only when a
@@ -274,6 +318,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             on.hold_gc = follower.silent_files() > 0;
             // A backlog takes several rounds.
             while let Some(st) = on.round()? {
+                out.lag(&on);
                 out.round(&st);
                 if on.verdict().is_some() {
                     return Ok(());
@@ -283,6 +328,7 @@ pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 for st in on.finish()? {
                     out.round(&st);
                 }
+                out.lag(&on);
             }
             Ok(())
         })();
