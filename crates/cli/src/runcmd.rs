@@ -111,7 +111,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         let r = krait_collector::run(backend.as_ref(), w.as_ref(), &cfg, &done);
         stop.store(true, Ordering::Relaxed);
         r
-    })?;
+    });
+    let report = match report {
+        Ok(r) => r,
+        // The database or the log failed for good (not the input): exit 4, and the logs
+        // written so far still load (a cut last line is read as what its bytes prove).
+        Err(e) => {
+            eprintln!("error: the run stopped: {e}");
+            if !a.no_record {
+                eprintln!(
+                    "the history written so far is in {} (it loads; check it with krait check)",
+                    a.out.display()
+                );
+            }
+            return Ok(ExitCode::from(4));
+        }
+    };
     println!(
         "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown, {} reconnects",
         report.latencies.len(),

@@ -520,3 +520,56 @@ fn drawing_failures_keep_the_verdict_and_convert_refuses_odd_names() {
     assert!(!tmp("out.edn").exists());
     let _ = std::fs::remove_file(&p);
 }
+
+/// A disk that fills up mid-run: the run stops with a clear error (exit 4), and the logs it
+/// leaves load and check (each cut last line read as what its bytes prove). Needs a small tmpfs
+/// (root); skipped otherwise, visibly.
+#[test]
+fn a_full_disk_stops_the_run_and_leaves_a_history_that_loads() {
+    struct Mount(std::path::PathBuf);
+    impl Drop for Mount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let mnt = tmp("full-disk");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: cannot mount a small tmpfs here"
+        );
+        let _ = std::fs::remove_dir_all(&mnt);
+        return;
+    }
+    let _guard = Mount(mnt.clone());
+    let db = tmp("full-disk.sqlite");
+    let out = krait()
+        .arg("run")
+        .arg("--store")
+        .arg(format!("sqlite:{}", db.display()))
+        .args(["--txns", "20000", "--clients", "4", "--out"])
+        .arg(mnt.join("h"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let check = krait().arg("check").arg(mnt.join("h")).output().unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+}
