@@ -291,6 +291,9 @@ impl<'a> Session<'a> {
             Ok(()) => {
                 if let Some(log) = self.log.as_mut() {
                     log.emit("]")?;
+                    // With --fsync the transaction's ops are on disk before COMMIT is sent: a
+                    // crash after the commit cannot lose a committed transaction's record.
+                    log.sync()?;
                     self.log_bytes += 1;
                 }
                 match self.store.commit() {
