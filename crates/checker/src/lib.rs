@@ -512,7 +512,9 @@ fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -
         by_comp.entry(comp[u as usize]).or_default().push(i as u32);
     }
     let mut groups: Vec<(u32, Vec<u32>)> = by_comp.into_iter().collect();
-    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
+    // Largest first (they take longest); the component id breaks ties, so which core a REJECT
+    // reports does not depend on hash order.
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.1.len()), g.0));
     stats.components = groups.len();
     stats.largest_component_constraints = groups.first().map(|g| g.1.len()).unwrap_or(0);
     // Members of each component, for local numbering.
@@ -638,15 +640,20 @@ const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
 
 fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
     let csr = csr_of(b);
-    let (comp, _) = graph::scc(b.num_nodes, &csr);
-    // Smallest non-trivial component first: its cycles are the shortest to read.
-    let mut sizes: std::collections::HashMap<u32, Vec<Node>> = std::collections::HashMap::new();
-    for x in 0..b.num_nodes as Node {
-        sizes.entry(comp[x as usize]).or_default().push(x);
+    let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+    // Smallest non-trivial component first (lowest id among equals, so the choice is stable):
+    // its cycles are the shortest to read.
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
     }
-    let mut comps: Vec<(u32, Vec<Node>)> = sizes.into_iter().filter(|(_, m)| m.len() > 1).collect();
-    comps.sort_by_key(|(_, m)| m.len());
-    let (cid, members) = comps.into_iter().next().expect("a cycle exists");
+    let cid = (0..ncomp)
+        .filter(|&c| size[c as usize] > 1)
+        .min_by_key(|&c| (size[c as usize], c))
+        .expect("a cycle exists");
+    let members: Vec<Node> = (0..b.num_nodes as Node)
+        .filter(|&x| comp[x as usize] == cid)
+        .collect();
     let starts: Vec<Node> = members
         .iter()
         .copied()
@@ -809,19 +816,21 @@ fn case_analysis(
             choices.push(described[j].options[usize::from(!first)].choice.clone());
         }
         let csr = Csr::build(b.num_nodes, &edges, false);
-        let (comp, _) = graph::scc(b.num_nodes, &csr);
-        let mut members: std::collections::HashMap<u32, Vec<Node>> =
-            std::collections::HashMap::new();
-        for n in 0..b.num_nodes as Node {
-            members.entry(comp[n as usize]).or_default().push(n);
+        let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+        let mut size = vec![0u32; ncomp as usize];
+        for &c in &comp {
+            size[c as usize] += 1;
         }
-        let Some((cid, m)) = members
-            .into_iter()
-            .filter(|(_, m)| m.len() > 1)
-            .min_by_key(|(_, m)| m.len())
+        // The smallest non-trivial component, the lowest id among equals: a stable choice.
+        let Some(cid) = (0..ncomp)
+            .filter(|&c| size[c as usize] > 1)
+            .min_by_key(|&c| (size[c as usize], c))
         else {
             continue;
         };
+        let m: Vec<Node> = (0..b.num_nodes as Node)
+            .filter(|&n| comp[n as usize] == cid)
+            .collect();
         let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
         let cost = edge_cost(&labels);
         if let Some(cyc) =

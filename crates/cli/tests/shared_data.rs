@@ -117,6 +117,11 @@ fn real_bugs_are_explained() {
         .expect("reject");
     assert_eq!(c.anomaly, Anomaly::G2Item);
     assert_eq!(c.cycle.len(), 2);
+    // The same history gives the same certificate, run after run.
+    for _ in 0..5 {
+        let again = check(&h, &Options::default()).unwrap();
+        assert_eq!(again.verdict.certificate(), Some(&c));
+    }
     for w in c.cycle.windows(2) {
         assert_eq!(w[0].to, w[1].from);
     }
