@@ -245,6 +245,9 @@ pub struct Online {
     /// that never comes, and is rejected when the logs end).
     deleted_writes: FxHashMap<(KeyId, u64), (u64, u64)>,
     deleted_fifo: VecDeque<(KeyId, u64)>,
+    /// Committed fences whose epoch could not be found yet, with their sessions and the
+    /// transactions before them waiting for it.
+    pending_fences: Vec<(u32, u32, Vec<u32>)>,
     /// Per key, the value (and writer) that stands for its initial version from now on.
     init_value: FxHashMap<KeyId, (u64, u64)>,
     /// Collect nothing until this many sessions are known (watch mode: sessions announce
@@ -286,6 +289,7 @@ impl Online {
             hold_gc: false,
             lists_seen: false,
             last_admitted_commits: Vec::new(),
+            pending_fences: Vec::new(),
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
             init_value: FxHashMap::default(),
@@ -754,6 +758,12 @@ impl Online {
         // `unresolved` when a walk reaches it, so a cycle among fences ends the walk with an
         // unknown epoch (the check rejects such a cycle anyway).
         let fk = self.fence_key.unwrap_or(NONE);
+        // Fences admitted earlier whose walk stopped at a fence still queued then (another
+        // session's log lagging) are walked again: otherwise one such fence would leave every
+        // later fence of the chain without an epoch, and collection would stall for good.
+        let mut fences_all: Vec<u32> = self.pending_fences.iter().map(|p| p.0).collect();
+        fences_all.extend_from_slice(fences);
+        let fences = &fences_all[..];
         let mut unresolved: krait_history::fxhash::FxHashSet<u32> =
             fences.iter().copied().collect();
         for &start in fences {
@@ -800,35 +810,66 @@ impl Online {
                 base = e;
             }
         }
-        // Transactions before a fence take its epoch minus one, in session order.
+        // Pending fences resolved now settle their sessions' transactions.
+        for (id, si, un) in std::mem::take(&mut self.pending_fences) {
+            let e = self.slab[id as usize].as_ref().map_or(NONE, |l| l.epoch);
+            if e == NONE {
+                self.pending_fences.push((id, si, un));
+            } else {
+                self.settle(si, e, &un);
+            }
+        }
+        // Transactions before a committed fence take its epoch minus one, in session order.
         for (si, ids) in new_ids.iter().enumerate() {
             for &id in ids {
-                let (fence, e) = {
+                let (fence, e, status) = {
                     let l = self.slab[id as usize].as_ref().unwrap();
-                    (l.fence, l.epoch)
+                    (l.fence, l.epoch, l.t.status)
                 };
-                if !fence {
-                    // An unknown outcome may commit after everything its session does next, so
-                    // no fence bounds it: it never becomes old (epoch NONE).
-                    if self.slab[id as usize].as_ref().unwrap().t.status != TxnStatus::Unknown {
+                // An aborted fence bounds nothing (its session retries it), and an unknown
+                // outcome may commit after everything its session does next: neither is a
+                // session's fence; the unknown one never becomes old (epoch NONE).
+                if !fence || status != TxnStatus::Committed {
+                    if status != TxnStatus::Unknown {
                         self.sessions[si].unassigned.push(id);
                     }
                     continue;
                 }
                 let un = std::mem::take(&mut self.sessions[si].unassigned);
                 if e != NONE {
-                    for u in &un {
-                        self.slab[*u as usize].as_mut().unwrap().epoch = e.saturating_sub(1);
-                    }
-                    let s = &mut self.sessions[si];
-                    s.max_fence = if s.max_fence == NONE {
-                        e
-                    } else {
-                        s.max_fence.max(e)
-                    };
+                    self.settle(si as u32, e, &un);
+                } else {
+                    self.pending_fences.push((id, si as u32, un));
                 }
             }
         }
+    }
+
+    /// A committed fence of epoch `e` in session `si`: the transactions before it (and those
+    /// before the session's earlier fences still unresolved, which precede it too) take
+    /// `e - 1`, and the session has reached `e`.
+    fn settle(&mut self, si: u32, e: u32, un: &[u32]) {
+        let mut before: Vec<u32> = un.to_vec();
+        let mut keep = Vec::new();
+        for p in std::mem::take(&mut self.pending_fences) {
+            if p.1 == si {
+                before.extend(p.2);
+            } else {
+                keep.push(p);
+            }
+        }
+        self.pending_fences = keep;
+        for u in before {
+            if let Some(l) = self.slab[u as usize].as_mut() {
+                l.epoch = e.saturating_sub(1);
+            }
+        }
+        let s = &mut self.sessions[si as usize];
+        s.max_fence = if s.max_fence == NONE {
+            e
+        } else {
+            s.max_fence.max(e)
+        };
     }
 
     /// Garbage collection after an accepted round; returns how many transactions it deleted.

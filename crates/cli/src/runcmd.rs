@@ -72,6 +72,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(a.clients > 0, "--clients must be at least 1");
     let backend = krait_collector::backend(&a.store, a.isolation)?;
     let w = workload(&a.workload, a.clients)?;
+    // Earlier logs in --out are the user's: refused here, as a usage error (exit 2), unless
+    // --force; the collector checks again under its lock.
+    if !a.no_record && !a.force {
+        let old = krait_history::jsonl::dir_files(&a.out)
+            .map(|f| f.len())
+            .unwrap_or(0);
+        anyhow::ensure!(
+            old == 0,
+            "{} already holds {old} session logs; use --force to replace them, or another directory",
+            a.out.display()
+        );
+    }
     let cfg = RunConfig {
         clients: a.clients,
         txns: a.txns,

@@ -417,8 +417,9 @@ fn run_never_deletes_a_history_unasked() {
     );
     assert_eq!(run(&["--force"]).status.code(), Some(0));
     std::fs::write(dir.join(".krait-run.lock"), "1\n").unwrap();
+    // Held by another run: the run cannot start (exit 4, like any run the environment stops).
     let locked = run(&["--force"]);
-    assert_eq!(locked.status.code(), Some(2));
+    assert_eq!(locked.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&locked.stderr).contains("being written by another krait run"));
     let _ = std::fs::remove_dir_all(&dir);
     for suffix in ["", "-wal", "-shm"] {
