@@ -512,9 +512,9 @@ impl Online {
             let mut changed = false;
             for (si, s) in self.sessions.iter().enumerate() {
                 for (i, q) in s.queue.iter().take(take[si]).enumerate() {
-                    let misses = q.t.ops.iter().any(|&(kind, k, v)| {
-                        kind == OpKind::Read
-                            && matches!(self.writes.get(&(k, v)), Some(Writer::Queued(w)) if !picked.contains(w))
+                    // List elements count as reads: each names the write that appended it.
+                    let misses = q.t.needs().any(|(k, v)| {
+                        matches!(self.writes.get(&(k, v)), Some(Writer::Queued(w)) if !picked.contains(w))
                     });
                     if misses {
                         take[si] = i;

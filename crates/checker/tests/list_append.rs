@@ -570,12 +570,18 @@ fn list_append_in_rounds_and_after_a_native_round_trip() {
                 short(&Ok(after))
             ));
         }
-        for rs in [1, 2, 3, 8] {
-            let on = replay(&h, OnlineOptions::default(), rs, |_, _| {}).unwrap();
+        // Rounds of several sizes, and rounds that admit at most 2 of what waits (a list's
+        // elements must come in with it).
+        for (rs, cap) in [(1, 0), (2, 0), (3, 0), (8, 0), (8, 2)] {
+            let opts = OnlineOptions {
+                max_admit: cap,
+                ..OnlineOptions::default()
+            };
+            let on = replay(&h, opts, rs, |_, _| {}).unwrap();
             let accept = on.verdict().is_none_or(|r| r.verdict.is_accept());
             if accept != label {
                 bad.push(format!(
-                    "rounds of {rs}: serializable={label} {}",
+                    "rounds of {rs} (cap {cap}): serializable={label} {}",
                     compact(&txns)
                 ));
             }
