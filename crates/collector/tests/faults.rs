@@ -18,7 +18,6 @@ mod common;
 use common::TempDb;
 use krait_checker::{check, Options};
 use krait_collector::{backend, Isolation, RunConfig};
-use krait_history::TxnStatus;
 use krait_workloads::BlindWKv;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -122,29 +121,6 @@ fn through(url: &str, port: u16) -> (String, String) {
     )
 }
 
-/// The database's rows: key → the write id its value carries (`k<id>|…`), for tagged rows.
-fn rows(db: &TempDb) -> Vec<(String, u64)> {
-    let pairs: Vec<(String, String)> = if db.mysql {
-        use mysql::prelude::Queryable;
-        let mut c = mysql::Conn::new(mysql::Opts::from_url(&db.url).unwrap()).unwrap();
-        c.query("SELECT k, v FROM krait_kv").unwrap()
-    } else {
-        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-        c.query("SELECT k, v FROM krait_kv", &[])
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect()
-    };
-    pairs
-        .into_iter()
-        .filter_map(|(k, v)| {
-            let id = v.strip_prefix('k')?.split('|').next()?.parse().ok()?;
-            Some((k, id))
-        })
-        .collect()
-}
-
 fn run_with(var: &str, tag: &str, fault: Fault) {
     let Some(db) = TempDb::new(var, tag) else {
         return;
@@ -195,22 +171,7 @@ fn run_with(var: &str, tag: &str, fault: Fault) {
     assert!(on.verdict().is_none(), "{tag}: online: {:?}", on.verdict());
     // Every row the database holds was written by a transaction the history kept as committed
     // or unknown.
-    let mut checked = 0;
-    for (k, id) in rows(&db) {
-        let key = h.keys.iter().position(|x| *x == k);
-        let op = key.and_then(|key| h.write_index.get(&(key as u32, id)));
-        let Some(&op) = op else {
-            panic!("{tag}: the database holds {k} = write {id}, which the history lacks");
-        };
-        let t = krait_history::resolve::op_txns(h)[op as usize];
-        assert_ne!(
-            h.txn_status[t as usize],
-            TxnStatus::Aborted,
-            "{tag}: {k} holds a write the history says aborted"
-        );
-        checked += 1;
-    }
-    assert!(checked > 10, "{tag}: {checked} rows compared");
+    let checked = common::rows_accounted_for(&db, h, tag);
     println!(
         "{tag}: {} committed, {} aborted, {} unknown, {} reconnects, {} faults; ACCEPT; {checked} rows match",
         rep.committed,

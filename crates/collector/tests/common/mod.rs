@@ -59,3 +59,50 @@ fn skip_notice(msg: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
+
+/// The database's rows: key → the write id its value carries (`k<id>|…`), for tagged rows.
+pub fn rows(db: &TempDb) -> Vec<(String, u64)> {
+    let pairs: Vec<(String, String)> = if db.mysql {
+        use mysql::prelude::Queryable;
+        let mut c = mysql::Conn::new(mysql::Opts::from_url(&db.url).unwrap()).unwrap();
+        c.query("SELECT k, v FROM krait_kv").unwrap()
+    } else {
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        c.query("SELECT k, v FROM krait_kv", &[])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let id = v.strip_prefix('k')?.split('|').next()?.parse().ok()?;
+            Some((k, id))
+        })
+        .collect()
+}
+
+/// Every row the database holds was written by a transaction the history has as committed or
+/// unknown (never aborted, never missing): no committed transaction is missing from the
+/// history. Returns how many rows were compared.
+pub fn rows_accounted_for(db: &TempDb, h: &krait_history::History, tag: &str) -> usize {
+    let op_txn = krait_history::resolve::op_txns(h);
+    let mut checked = 0;
+    for (k, id) in rows(db) {
+        let key = h.keys.iter().position(|x| *x == k);
+        let op = key.and_then(|key| h.write_index.get(&(key as u32, id)));
+        let Some(&op) = op else {
+            panic!("{tag}: the database holds {k} = write {id}, which the history lacks");
+        };
+        let t = op_txn[op as usize];
+        assert_ne!(
+            h.txn_status[t as usize],
+            krait_history::TxnStatus::Aborted,
+            "{tag}: {k} holds a write the history says aborted"
+        );
+        checked += 1;
+    }
+    assert!(checked > 10, "{tag}: {checked} rows compared");
+    checked
+}
