@@ -3,9 +3,10 @@
 //! the server is down, and the run completes; the history verifies ACCEPT at SERIALIZABLE, one-
 //! shot and online, and every row the database holds is accounted for.
 //!
-//! PostgreSQL only, restarted with `pg_ctlcluster` (as the machine's services are); alone in its
-//! own test binary, since it takes the server away from any test running beside it. Skipped,
-//! visibly, where the server cannot be restarted.
+//! PostgreSQL restarted with `pg_ctlcluster`, MariaDB shut down with `mariadb-admin` and started
+//! again (as the machine's services are started); alone in their own test binary, since they take
+//! a server away from any test running beside them. Skipped, visibly, where a server cannot be
+//! restarted.
 
 mod common;
 
@@ -65,25 +66,16 @@ impl Drop for Up {
     }
 }
 
-#[test]
-fn postgres_restarted_mid_run() {
-    let Some(db) = TempDb::new("KRAIT_PG_URL", "restart") else {
-        return;
-    };
-    let Some(version) = cluster() else {
-        return skip("no PostgreSQL cluster to restart here");
-    };
-    if Command::new("pg_ctlcluster")
-        .arg("--help")
-        .output()
-        .is_err()
-    {
-        return skip("pg_ctlcluster is not available");
-    }
-    let _up = Up(version.clone());
-    let out = std::env::temp_dir().join(format!("krait-restart-{}", std::process::id()));
+/// Records a run against `url` while `restart` takes the server down and brings it back.
+fn run_through_restart(db: &TempDb, tag: &str, restart: &dyn Fn() -> bool) {
+    let out = std::env::temp_dir().join(format!("krait-restart-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let b = backend(&db.url, Isolation::Serializable).unwrap();
+    let mut url = db.url.clone();
+    if db.mysql {
+        // Over TCP, like the other tests' clients.
+        url += "?prefer_socket=false";
+    }
+    let b = backend(&url, Isolation::Serializable).unwrap();
     let cfg = RunConfig {
         clients: 4,
         txns: 4000,
@@ -106,25 +98,102 @@ fn postgres_restarted_mid_run() {
         while done.load(Ordering::Relaxed) < 500 && t0.elapsed() < Duration::from_secs(60) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let restarted = pg_ctl(&version, "restart");
+        let restarted = restart();
         (run.join().unwrap(), restarted)
     });
     if !restarted {
-        return skip("pg_ctlcluster could not restart the server");
+        return skip(&format!("{tag}: the server could not be restarted"));
     }
-    let rep = rep.unwrap_or_else(|e| panic!("the run must survive a restart: {e}"));
-    assert!(rep.reconnects > 0, "sessions reconnected: {rep:?}");
+    let rep = rep.unwrap_or_else(|e| panic!("{tag}: the run must survive a restart: {e}"));
+    assert!(rep.reconnects > 0, "{tag}: sessions reconnected: {rep:?}");
     assert_eq!(rep.committed + rep.aborted + rep.unknown, 4000);
     let l = krait_history::load(&out, None).unwrap();
     let h = &l.history;
     let v = check(h, &Options::default()).unwrap().verdict;
-    assert!(v.is_accept(), "a correct database restarted mid-run: {v:?}");
+    assert!(
+        v.is_accept(),
+        "{tag}: a correct database restarted mid-run: {v:?}"
+    );
     let on = krait_checker::online::replay(h, Default::default(), 200, |_, _| {}).unwrap();
-    assert!(on.verdict().is_none(), "online: {:?}", on.verdict());
-    let rows = common::rows_accounted_for(&db, h, "restart");
+    assert!(on.verdict().is_none(), "{tag}: online: {:?}", on.verdict());
+    let rows = common::rows_accounted_for(db, h, tag);
     println!(
-        "restart: {} committed, {} aborted, {} unknown, {} reconnects; ACCEPT; {rows} rows match",
+        "{tag}: {} committed, {} aborted, {} unknown, {} reconnects; ACCEPT; {rows} rows match",
         rep.committed, rep.aborted, rep.unknown, rep.reconnects
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn postgres_restarted_mid_run() {
+    let Some(db) = TempDb::new("KRAIT_PG_URL", "restart") else {
+        return;
+    };
+    let Some(version) = cluster() else {
+        return skip("no PostgreSQL cluster to restart here");
+    };
+    if Command::new("pg_ctlcluster")
+        .arg("--help")
+        .output()
+        .is_err()
+    {
+        return skip("pg_ctlcluster is not available");
+    }
+    let _up = Up(version.clone());
+    run_through_restart(&db, "postgres", &|| pg_ctl(&version, "restart"));
+}
+
+fn mariadb_up() -> bool {
+    Command::new("mariadb-admin")
+        .args(["-h", "127.0.0.1", "-P", "3306", "-u", "root", "ping"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn mariadb_start() {
+    let _ = Command::new("start-stop-daemon")
+        .args([
+            "--start",
+            "--oknodo",
+            "--background",
+            "--exec",
+            "/usr/sbin/mariadbd",
+        ])
+        .status();
+    for _ in 0..120 {
+        if mariadb_up() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Leaves MariaDB up whatever happens to the test.
+struct MariaUp;
+impl Drop for MariaUp {
+    fn drop(&mut self) {
+        if !mariadb_up() {
+            mariadb_start();
+        }
+    }
+}
+
+#[test]
+fn mariadb_restarted_mid_run() {
+    let Some(db) = TempDb::new("KRAIT_MYSQL_URL", "restart") else {
+        return;
+    };
+    if !std::path::Path::new("/usr/sbin/mariadbd").exists() || !mariadb_up() {
+        return skip("no mariadbd to restart here");
+    }
+    let _up = MariaUp;
+    run_through_restart(&db, "mariadb", &|| {
+        let down = Command::new("mariadb-admin")
+            .args(["-h", "127.0.0.1", "-P", "3306", "-u", "root", "shutdown"])
+            .status()
+            .is_ok_and(|s| s.success());
+        std::thread::sleep(Duration::from_millis(500));
+        mariadb_start();
+        down && mariadb_up()
+    });
 }
