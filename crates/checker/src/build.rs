@@ -349,7 +349,7 @@ pub fn build(
         Vec::new()
     };
     real_rmws.sort_unstable();
-    lists(
+    crate::lists::lists(
         h,
         r,
         &inc,
@@ -678,98 +678,4 @@ fn explicit_constraints<'a>(
             }
         }
     }
-}
-
-/// List-append reads (Elle's semantics): the list is the key's version order from the empty
-/// initial list. Each element was appended once by a transaction that committed; its first
-/// element is the key's first version (right after the initial one); two adjacent elements of
-/// one transaction are two consecutive appends of it; two of different transactions are the
-/// last append of one and the first of the next, which directly follows it in the version
-/// order — stated exactly like a read-modify-write (the later writer "read" the earlier), so
-/// chains, coalescing and the plain encoding all keep it.
-fn lists(
-    h: &History,
-    r: &Resolution,
-    inc: &[bool],
-    txn_node: &[Node],
-    reads: &mut Vec<(u32, Node, Node)>,
-    rmws: &mut Vec<(u32, Node, Node)>,
-    edges: &mut Vec<(Node, Node)>,
-    labels: &mut Vec<Label>,
-) -> Result<(), Box<Certificate>> {
-    let mut seen: krait_history::fxhash::FxHashSet<u64> = Default::default();
-    for &(op, _, _) in &h.list_reads {
-        let reader = r.op_txn[op as usize];
-        if !inc[reader as usize] {
-            continue;
-        }
-        let list = h.list_of(op).unwrap();
-        let k = h.op_key[op as usize];
-        seen.clear();
-        let mut prev: Option<(u32, TxnId)> = None;
-        for &v in list {
-            if !seen.insert(v) {
-                return Err(Box::new(Certificate::duplicate_element(h, r, op, v)));
-            }
-            let Some(&w) = h.write_index.get(&(k, v)) else {
-                return Err(Box::new(Certificate::hint_of_nobody(h, r, op, v)));
-            };
-            let t = r.op_txn[w as usize];
-            if !inc[t as usize] {
-                return Err(Box::new(Certificate::hint_aborted(h, r, op, w)));
-            }
-            if t == reader && w > op {
-                return Err(Box::new(Certificate::future_read(h, r, t, op)));
-            }
-            let writes_k = |lo: usize, hi: usize| {
-                (lo..hi).any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
-            };
-            let ops_t = h.ops(t);
-            match prev {
-                Some((pw, pt)) if pt == t => {
-                    // Two appends of one transaction: consecutive, in program order.
-                    if pw > w || writes_k(pw as usize + 1, w as usize) {
-                        return Err(Box::new(Certificate::list_skips(
-                            h,
-                            r,
-                            op,
-                            w,
-                            "does not directly follow its own transaction's previous append",
-                        )));
-                    }
-                }
-                _ => {
-                    // A transaction's appends start here: this must be its first.
-                    if writes_k(ops_t.start, w as usize) {
-                        return Err(Box::new(Certificate::list_skips(
-                            h,
-                            r,
-                            op,
-                            w,
-                            "is not preceded by its transaction's earlier append",
-                        )));
-                    }
-                    let before = match prev {
-                        None => INIT,
-                        Some((pw, pt)) => {
-                            // The previous transaction's appends end here: its last.
-                            if writes_k(pw as usize + 1, h.ops(pt).end) {
-                                return Err(Box::new(Certificate::hint_intermediate(h, r, op, pw)));
-                            }
-                            txn_node[pt as usize]
-                        }
-                    };
-                    let n = txn_node[t as usize];
-                    reads.push((k, before, n));
-                    rmws.push((k, before, n));
-                    if before != INIT {
-                        edges.push((before, n));
-                        labels.push(Label::fact(EdgeKind::Ww, k));
-                    }
-                }
-            }
-            prev = Some((w, t));
-        }
-    }
-    Ok(())
 }

@@ -189,7 +189,7 @@ pub(crate) fn txn_name(h: &History, t: TxnId) -> String {
     h.display_txn(t)
 }
 
-fn key_name(h: &History, k: u32) -> String {
+pub(crate) fn key_name(h: &History, k: u32) -> String {
     h.keys[k as usize].clone()
 }
 
@@ -232,7 +232,7 @@ fn txns(h: &History, r: &Resolution, ts: &[TxnId]) -> Vec<CertTxn> {
     seen.into_iter().map(|t| describe_txn(h, r, t)).collect()
 }
 
-fn simple(
+pub(crate) fn simple(
     anomaly: Anomaly,
     summary: String,
     h: &History,
@@ -405,118 +405,6 @@ impl Certificate {
             }
         }
         simple(Anomaly::NonRepeatableRead, summary, h, r, &ts)
-    }
-
-    pub fn hint_of_nobody(h: &History, r: &Resolution, op: u32, v: u64) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let k = key_name(h, h.op_key[op as usize]);
-        let summary = format!(
-            "{} read {k} as a list holding {v}, a value no transaction wrote",
-            txn_name(h, t)
-        );
-        simple(Anomaly::ReadOfNobody, summary, h, r, &[t])
-    }
-
-    pub fn hint_aborted(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
-        let summary = format!(
-            "{} read {k} as a list holding {}, written by {}, which did not commit",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
-        );
-        simple(Anomaly::G1a, summary, h, r, &[t, wt])
-    }
-
-    pub fn duplicate_element(h: &History, r: &Resolution, op: u32, v: u64) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let k = key_name(h, h.op_key[op as usize]);
-        let summary = format!(
-            "{} read {k} as a list holding {v} twice: a value appended once is in the list once",
-            txn_name(h, t)
-        );
-        simple(Anomaly::DuplicateElements, summary, h, r, &[t])
-    }
-
-    /// `w` is an append the list shows at the wrong place: `skipped` (an append of the same
-    /// transaction, to the same key) should have come right before it (or right after `prev`).
-    pub fn list_skips(h: &History, r: &Resolution, op: u32, w: u32, what: &str) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
-        let summary = format!(
-            "{} read {k} as a list in which {} {what}: {} appended to {k} in another order or more than that",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
-        );
-        let mut ts = vec![t];
-        if wt != t {
-            ts.push(wt);
-        }
-        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
-    }
-
-    /// Two different versions are each said to come right before `t`'s write of key `k`.
-    pub fn two_predecessors(
-        h: &History,
-        r: &Resolution,
-        k: u32,
-        t: TxnId,
-        a: Option<TxnId>,
-        b: Option<TxnId>,
-    ) -> Certificate {
-        let kn = key_name(h, k);
-        let name = |x: Option<TxnId>| match x {
-            Some(x) => format!("{}'s version", txn_name(h, x)),
-            None => "the initial version".to_string(),
-        };
-        let summary = format!(
-            "{}'s write of {kn} directly follows both {} and {} (a list read or a read-modify-write says each): a version has one predecessor, so the reads of {kn} disagree on its order",
-            txn_name(h, t),
-            name(a),
-            name(b)
-        );
-        let ts: Vec<TxnId> = [Some(t), a, b].into_iter().flatten().collect();
-        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
-    }
-
-    /// Two versions are each said to come right after the same one (`p`, None: the initial).
-    pub fn two_successors(
-        h: &History,
-        r: &Resolution,
-        k: u32,
-        p: Option<TxnId>,
-        t1: TxnId,
-        t2: TxnId,
-    ) -> Certificate {
-        let kn = key_name(h, k);
-        let version = match p {
-            Some(p) => format!("{}'s version of {kn}", txn_name(h, p)),
-            None => format!("the initial version of {kn}"),
-        };
-        let summary = format!(
-            "{version} is directly followed by both {}'s and {}'s writes (a list read or a read-modify-write says each): the reads of {kn} disagree on its order",
-            txn_name(h, t1),
-            txn_name(h, t2)
-        );
-        let ts: Vec<TxnId> = [p, Some(t1), Some(t2)].into_iter().flatten().collect();
-        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
-    }
-
-    pub fn hint_intermediate(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
-        let summary = format!(
-            "{} read {k} as a list in which another transaction's write follows {}, an intermediate version: {} wrote {k} again",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
-        );
-        simple(Anomaly::G1b, summary, h, r, &[t, wt])
     }
 
     pub fn lost_update(

@@ -13,6 +13,7 @@ pub mod build;
 pub mod cert;
 mod deduce;
 pub mod graph;
+mod lists;
 pub mod online;
 pub mod realtime;
 
