@@ -6,7 +6,7 @@
 
 use crate::build::Built;
 use crate::cert::{self, EdgeNote, Explainer};
-use crate::graph::{Csr, Node};
+use crate::graph::{self, Csr, Node};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -96,7 +96,7 @@ impl<'a> Deducer<'a> {
         self.left.set(self.left.get() - 1);
         let limit = self.first_index(l.constraint);
         for &(ou, ov, ol) in other {
-            let Some(path) = shortest_path_below(self.csr, ov, ou, limit) else {
+            let Some(path) = graph::shortest_path_below(self.csr, ov, ou, limit) else {
                 continue;
             };
             let mut es: Vec<(Node, Node, crate::graph::Label)> = path
@@ -141,38 +141,4 @@ impl<'a> Deducer<'a> {
             ..Default::default()
         }
     }
-}
-
-/// Shortest path u ⇝ v by BFS over edges with index below `limit`.
-pub(crate) fn shortest_path_below(csr: &Csr, u: Node, v: Node, limit: u32) -> Option<Vec<u32>> {
-    if u == v {
-        return Some(Vec::new());
-    }
-    let mut parent: HashMap<Node, (Node, u32)> = HashMap::new();
-    let mut queue = std::collections::VecDeque::new();
-    queue.push_back(u);
-    parent.insert(u, (u, u32::MAX));
-    while let Some(x) = queue.pop_front() {
-        for &(y, e) in csr.succ(x) {
-            if e >= limit {
-                continue;
-            }
-            if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(y) {
-                slot.insert((x, e));
-                if y == v {
-                    let mut path = Vec::new();
-                    let mut z = v;
-                    while z != u {
-                        let (p, e) = parent[&z];
-                        path.push(e);
-                        z = p;
-                    }
-                    path.reverse();
-                    return Some(path);
-                }
-                queue.push_back(y);
-            }
-        }
-    }
-    None
 }

@@ -283,6 +283,12 @@ pub fn best_cycle(
 
 /// Shortest path u ⇝ v by BFS (edge indices), if any.
 pub fn shortest_path(csr: &Csr, u: Node, v: Node) -> Option<Vec<u32>> {
+    shortest_path_below(csr, u, v, u32::MAX)
+}
+
+/// Shortest path u ⇝ v by BFS over the edges with index below `limit` (those known before a
+/// deduction), if any.
+pub fn shortest_path_below(csr: &Csr, u: Node, v: Node, limit: u32) -> Option<Vec<u32>> {
     if u == v {
         return Some(Vec::new());
     }
@@ -292,6 +298,9 @@ pub fn shortest_path(csr: &Csr, u: Node, v: Node) -> Option<Vec<u32>> {
     parent.insert(u, (u, u32::MAX));
     while let Some(x) = queue.pop_front() {
         for &(y, e) in csr.succ(x) {
+            if e >= limit {
+                continue;
+            }
             if let std::collections::hash_map::Entry::Vacant(slot) = parent.entry(y) {
                 slot.insert((x, e));
                 if y == v {

@@ -112,16 +112,12 @@ impl Certificate {
     }
 
     pub fn hint_aborted(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
+        let e = Element::of(h, r, op, w);
         let summary = format!(
-            "{} read {k} as a list holding {}, written by {}, which did not commit",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
+            "{} read {} as a list holding {}, written by {}, which did not commit",
+            e.reader, e.key, e.value, e.writer
         );
-        simple(Anomaly::G1a, summary, h, r, &[t, wt])
+        simple(Anomaly::G1a, summary, h, r, &e.txns)
     }
 
     pub fn duplicate_element(h: &History, r: &Resolution, op: u32, v: u64) -> Certificate {
@@ -134,23 +130,14 @@ impl Certificate {
         simple(Anomaly::DuplicateElements, summary, h, r, &[t])
     }
 
-    /// `w` is an append the list shows at the wrong place: `skipped` (an append of the same
-    /// transaction, to the same key) should have come right before it (or right after `prev`).
+    /// `w` is an append the list shows at the wrong place (`what` says how).
     pub fn list_skips(h: &History, r: &Resolution, op: u32, w: u32, what: &str) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
+        let e = Element::of(h, r, op, w);
         let summary = format!(
-            "{} read {k} as a list in which {} {what}: {} appended to {k} in another order or more than that",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
+            "{} read {} as a list in which {} {what}: {} appended to {} in another order or more than that",
+            e.reader, e.key, e.value, e.writer, e.key
         );
-        let mut ts = vec![t];
-        if wt != t {
-            ts.push(wt);
-        }
-        simple(Anomaly::IncompatibleOrder, summary, h, r, &ts)
+        simple(Anomaly::IncompatibleOrder, summary, h, r, &e.txns)
     }
 
     /// Two different versions are each said to come right before `t`'s write of key `k`.
@@ -201,15 +188,34 @@ impl Certificate {
     }
 
     pub fn hint_intermediate(h: &History, r: &Resolution, op: u32, w: u32) -> Certificate {
-        let t = r.op_txn[op as usize];
-        let wt = r.op_txn[w as usize];
-        let k = key_name(h, h.op_key[op as usize]);
+        let e = Element::of(h, r, op, w);
         let summary = format!(
-            "{} read {k} as a list in which another transaction's write follows {}, an intermediate version: {} wrote {k} again",
-            txn_name(h, t),
-            h.op_value[w as usize],
-            txn_name(h, wt)
+            "{} read {} as a list in which another transaction's write follows {}, an intermediate version: {} wrote {} again",
+            e.reader, e.key, e.value, e.writer, e.key
         );
-        simple(Anomaly::G1b, summary, h, r, &[t, wt])
+        simple(Anomaly::G1b, summary, h, r, &e.txns)
+    }
+}
+
+/// An element `w` of the list read by `op`, in words: who read, which key, which value, who
+/// appended it, and the transactions to show.
+struct Element {
+    reader: String,
+    key: String,
+    value: u64,
+    writer: String,
+    txns: Vec<TxnId>,
+}
+
+impl Element {
+    fn of(h: &History, r: &Resolution, op: u32, w: u32) -> Element {
+        let (t, wt) = (r.op_txn[op as usize], r.op_txn[w as usize]);
+        Element {
+            reader: txn_name(h, t),
+            key: key_name(h, h.op_key[op as usize]),
+            value: h.op_value[w as usize],
+            writer: txn_name(h, wt),
+            txns: if wt == t { vec![t] } else { vec![t, wt] },
+        }
     }
 }

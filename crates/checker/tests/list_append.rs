@@ -14,29 +14,14 @@
 //! writes leak and unknown ones land late or never, then corrupts some reads the ways real
 //! databases do. Everything is seeded, so a failure reproduces exactly.
 
+mod common;
+
+use common::Rng;
 use krait_checker::{check, Options, SolverKind, Verdict};
 use krait_history::{build_history, SimpleTxn, TxnStatus};
 use std::collections::HashSet;
 
 const KEYS: [&str; 3] = ["x", "y", "z"];
-
-/// Xorshift64: a fixed sequence without a dependency, so a failing seed means the same history
-/// on every machine.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Op {
@@ -201,13 +186,13 @@ fn serializable(txns: &[Txn], nkeys: usize) -> bool {
 /// from the current state or (sometimes) an old snapshot, appends fresh values, and its fate
 /// decides whether and when the appends reach the store. Some reads are then corrupted.
 fn generate(rng: &mut Rng) -> (Vec<Txn>, usize) {
-    let nkeys = 1 + rng.below(3);
-    let nclients = 1 + rng.below(4);
-    let ntxns = 2 + rng.below(9);
+    let nkeys = 1 + rng.index(3);
+    let nclients = 1 + rng.index(4);
+    let ntxns = 2 + rng.index(9);
     // Per-history rates, so some histories are clean and some are riddled.
-    let stale_pct = [0, 10, 30][rng.below(3)];
-    let corrupt_pct = [0, 0, 8, 20][rng.below(4)];
-    let leak_pct = [0, 30, 70][rng.below(3)];
+    let stale_pct = [0, 10, 30][rng.index(3)];
+    let corrupt_pct = [0, 0, 8, 20][rng.index(4)];
+    let leak_pct = [0, 30, 70][rng.index(3)];
     // Jepsen retires a process after :info; some stores' clients carry on in the same session,
     // which the semantics must handle too.
     let retire = rng.chance(60);
@@ -232,21 +217,21 @@ fn generate(rng: &mut Rng) -> (Vec<Txn>, usize) {
             snapshots.push(state.clone());
             false
         });
-        let c = rng.below(nclients);
-        let status = match rng.below(100) {
+        let c = rng.index(nclients);
+        let status = match rng.index(100) {
             0..=69 => TxnStatus::Committed,
             70..=81 => TxnStatus::Aborted,
             _ => TxnStatus::Unknown,
         };
         let mut view = if rng.chance(stale_pct) {
-            snapshots[rng.below(snapshots.len())].clone()
+            snapshots[rng.index(snapshots.len())].clone()
         } else {
             state.clone()
         };
         let mut ops = Vec::new();
         let mut apps = Vec::new();
-        for _ in 0..1 + rng.below(4) {
-            let k = rng.below(nkeys);
+        for _ in 0..1 + rng.index(4) {
+            let k = rng.index(nkeys);
             if rng.chance(45) {
                 let v = next_value;
                 next_value += 1;
@@ -260,10 +245,10 @@ fn generate(rng: &mut Rng) -> (Vec<Txn>, usize) {
         let apply = match status {
             TxnStatus::Committed => Some(0),
             TxnStatus::Aborted => rng.chance(leak_pct).then_some(0),
-            TxnStatus::Unknown => match rng.below(10) {
+            TxnStatus::Unknown => match rng.index(10) {
                 0..=3 => Some(0),
                 4..=6 => None,
-                _ => Some(1 + rng.below(2)),
+                _ => Some(1 + rng.index(2)),
             },
         };
         match apply {
@@ -304,29 +289,29 @@ fn generate(rng: &mut Rng) -> (Vec<Txn>, usize) {
 
 fn corrupt(rng: &mut Rng, l: &mut Vec<u64>, next_value: &mut u64) {
     let n = l.len();
-    match rng.below(7) {
+    match rng.index(7) {
         0 if n > 0 => {
-            l.remove(rng.below(n));
+            l.remove(rng.index(n));
         }
         1 if n > 1 => {
-            let i = rng.below(n - 1);
+            let i = rng.index(n - 1);
             l.swap(i, i + 1);
         }
         2 if n > 0 => {
-            let i = rng.below(n);
-            l.insert(i + rng.below(n - i + 1), l[i]);
+            let i = rng.index(n);
+            l.insert(i + rng.index(n - i + 1), l[i]);
         }
         // A prefix is a stale read, often still serializable: keeps the labels honest.
-        3 if n > 0 => l.truncate(rng.below(n)),
+        3 if n > 0 => l.truncate(rng.index(n)),
         4 if n > 2 => {
-            l.remove(1 + rng.below(n - 2));
+            l.remove(1 + rng.index(n - 2));
         }
         5 => l.clear(),
         _ => {
             // A value nobody appended.
             let v = *next_value;
             *next_value += 1;
-            l.insert(rng.below(n + 1), v);
+            l.insert(rng.index(n + 1), v);
         }
     }
 }

@@ -83,22 +83,6 @@ impl RunReport {
     }
 }
 
-/// A session's first connection, retried like a reconnection while the database is
-/// unreachable (many clients starting at once can find it out of connections).
-fn connect_retrying(backend: &dyn Backend) -> Result<Box<dyn crate::store::Store>, StoreError> {
-    let t0 = Instant::now();
-    let mut wait = Duration::from_millis(20);
-    loop {
-        match backend.connect() {
-            Err(StoreError::Lost(_)) if t0.elapsed() < Duration::from_secs(60) => {
-                std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_secs(1));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Sets the backend up with the workload's initial rows, then runs it. `done` counts finished
 /// transactions (for a progress bar).
 pub fn run(
@@ -152,7 +136,8 @@ pub fn run(
                         ),
                         None => None,
                     };
-                    let store = connect_retrying(backend)?;
+                    // Many clients starting at once can find the database out of connections.
+                    let store = crate::session::connect_with_backoff(&|| backend.connect())?;
                     let mut s = Session::new(
                         i,
                         store,

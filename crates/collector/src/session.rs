@@ -94,6 +94,31 @@ pub struct Session<'a> {
 /// How long a session keeps trying to reconnect (a database restart takes seconds).
 const RECONNECT_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// A connection, retried with exponential backoff while the database is unreachable
+/// (restarting, out of connections); a fatal error (bad credentials, no such database) or
+/// `RECONNECT_FOR` without success ends the run.
+pub(crate) fn connect_with_backoff(
+    connect: &dyn Fn() -> Result<Box<dyn Store>, StoreError>,
+) -> Result<Box<dyn Store>, StoreError> {
+    let t0 = Instant::now();
+    let mut wait = std::time::Duration::from_millis(20);
+    loop {
+        match connect() {
+            Err(StoreError::Lost(_)) if t0.elapsed() < RECONNECT_FOR => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(std::time::Duration::from_secs(1));
+            }
+            Err(StoreError::Lost(e)) => {
+                return Err(StoreError::Fatal(format!(
+                    "could not connect for {} s: {e}",
+                    RECONNECT_FOR.as_secs()
+                )))
+            }
+            other => return other,
+        }
+    }
+}
+
 struct RecTx<'a> {
     store: &'a mut dyn Store,
     log: Option<&'a mut Log>,
@@ -157,32 +182,11 @@ impl Tx for RecTx<'_> {
 }
 
 impl<'a> Session<'a> {
-    /// A new connection after one was lost, retried with exponential backoff while the
-    /// database is unreachable (restarting, out of connections); a fatal error (bad
-    /// credentials, no such database) or `RECONNECT_FOR` without success ends the run.
+    /// A new connection after one was lost (see [`connect_with_backoff`]).
     fn reconnect_with_backoff(&mut self) -> Result<Box<dyn Store>, StoreError> {
-        let t0 = Instant::now();
-        let mut wait = std::time::Duration::from_millis(20);
-        loop {
-            match (self.reconnect)() {
-                Ok(s) => {
-                    self.reconnects += 1;
-                    return Ok(s);
-                }
-                Err(StoreError::Lost(e)) if t0.elapsed() < RECONNECT_FOR => {
-                    let _ = e;
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(std::time::Duration::from_secs(1));
-                }
-                Err(StoreError::Lost(e)) => {
-                    return Err(StoreError::Fatal(format!(
-                        "could not reconnect for {} s: {e}",
-                        RECONNECT_FOR.as_secs()
-                    )))
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let s = connect_with_backoff(&*self.reconnect)?;
+        self.reconnects += 1;
+        Ok(s)
     }
 
     /// `index` makes transaction ids and write ids unique across the sessions of a run.

@@ -17,8 +17,7 @@ mod common;
 
 use common::TempDb;
 use krait_checker::{check, Options};
-use krait_collector::{backend, Isolation, RunConfig};
-use krait_workloads::BlindWKv;
+use krait_collector::{backend, Isolation};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -137,20 +136,7 @@ fn run_with(var: &str, tag: &str, fault: Fault) {
     let out = std::env::temp_dir().join(format!("krait-faults-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let b = backend(&url, Isolation::Serializable).unwrap();
-    let cfg = RunConfig {
-        clients: 4,
-        txns: 600,
-        fence_every: Some(20),
-        out: Some(out.clone()),
-        fsync: false,
-        seed: 11,
-        replace: false,
-    };
-    let w = BlindWKv {
-        keys: 40,
-        ops: 4,
-        read_only: 0.5,
-    };
+    let (cfg, w) = common::blindw_run(&out, 600, 40, 11);
     let rep = krait_collector::run(b.as_ref(), &w, &cfg, &AtomicU64::new(0))
         .unwrap_or_else(|e| panic!("{tag}: the run must survive the faults: {e}"));
     assert!(

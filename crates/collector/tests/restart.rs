@@ -12,8 +12,7 @@ mod common;
 
 use common::TempDb;
 use krait_checker::{check, Options};
-use krait_collector::{backend, Isolation, RunConfig};
-use krait_workloads::BlindWKv;
+use krait_collector::{backend, Isolation};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -76,20 +75,7 @@ fn run_through_restart(db: &TempDb, tag: &str, restart: &dyn Fn() -> bool) {
         url += "?prefer_socket=false";
     }
     let b = backend(&url, Isolation::Serializable).unwrap();
-    let cfg = RunConfig {
-        clients: 4,
-        txns: 4000,
-        fence_every: Some(20),
-        out: Some(out.clone()),
-        fsync: false,
-        seed: 5,
-        replace: false,
-    };
-    let w = BlindWKv {
-        keys: 60,
-        ops: 4,
-        read_only: 0.5,
-    };
+    let (cfg, w) = common::blindw_run(&out, 4000, 60, 5);
     let done = AtomicU64::new(0);
     let (rep, restarted) = std::thread::scope(|s| {
         let run = s.spawn(|| krait_collector::run(b.as_ref(), &w, &cfg, &done));

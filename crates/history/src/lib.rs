@@ -92,6 +92,11 @@ pub fn detect(path: &Path) -> Result<Format, InputError> {
 /// block or never end.
 pub fn regular_file(path: &Path) -> Result<(), InputError> {
     let m = std::fs::metadata(path).map_err(|e| InputError::io(path, e))?;
+    regular(path, &m)
+}
+
+/// The same, for metadata at hand (a file being followed, already open).
+pub(crate) fn regular(path: &Path, m: &std::fs::Metadata) -> Result<(), InputError> {
     if m.is_file() {
         Ok(())
     } else {

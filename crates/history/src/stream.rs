@@ -86,13 +86,7 @@ impl Tail {
     fn read_more(&mut self) -> Result<bool, InputError> {
         let mut f = std::fs::File::open(&self.path).map_err(|e| InputError::io(&self.path, e))?;
         let meta = f.metadata().map_err(|e| InputError::io(&self.path, e))?;
-        if !meta.is_file() {
-            return Err(InputError::new(
-                &self.path,
-                Location::Nowhere,
-                "not a regular file (a FIFO, device or socket?): refused",
-            ));
-        }
+        crate::regular(&self.path, &meta)?;
         let id = file_id(&meta);
         match self.id {
             None => self.id = id,

@@ -6,7 +6,7 @@ use krait_history::{History, OpKind, TxnId, TxnStatus};
 use std::collections::{HashMap, HashSet};
 
 /// A version of a key: the initial one, or the one a transaction installed (its last write).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Ver {
     Init,
     Of(TxnId),
@@ -197,7 +197,7 @@ impl<'a> Facts<'a> {
             }
         }
         for (&(k, y), ps) in pred.iter_mut() {
-            ps.sort_unstable_by_key(|x| format!("{x:?}"));
+            ps.sort_unstable();
             ps.dedup();
             for &p in ps.iter() {
                 later.entry((k, p)).or_default().push(y);

@@ -99,6 +99,7 @@ pub fn reason(f: &Facts, report: &Value) -> Result<String, Problem> {
         }),
         "non-repeatable-read" => readers.iter().any(|&t| {
             let mut keys: Vec<u32> = h.ops(t).map(|o| h.op_key[o]).collect();
+            keys.sort_unstable();
             keys.dedup();
             keys.iter().any(|&k| {
                 let rs = f.external_reads(t, k);

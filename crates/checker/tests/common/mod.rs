@@ -16,6 +16,10 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+    /// An index below `n`.
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
     pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }

@@ -106,3 +106,28 @@ pub fn rows_accounted_for(db: &TempDb, h: &krait_history::History, tag: &str) ->
     assert!(checked > 10, "{tag}: {checked} rows compared");
     checked
 }
+
+/// The fault tests' workload: BlindW-RW over `keys` keys (half the transactions read-only),
+/// 4 clients recording into `out` with a fence every 20 transactions.
+pub fn blindw_run(
+    out: &std::path::Path,
+    txns: usize,
+    keys: u64,
+    seed: u64,
+) -> (krait_collector::RunConfig, krait_workloads::BlindWKv) {
+    let cfg = krait_collector::RunConfig {
+        clients: 4,
+        txns,
+        fence_every: Some(20),
+        out: Some(out.to_path_buf()),
+        fsync: false,
+        seed,
+        replace: false,
+    };
+    let w = krait_workloads::BlindWKv {
+        keys,
+        ops: 4,
+        read_only: 0.5,
+    };
+    (cfg, w)
+}
