@@ -4,7 +4,7 @@
 //! latest point p with time(p) + drift < start_j → Tj. Then Ti ⇝ Tj through points exactly when
 //! Ti precedes Tj in real time, with 3n edges.
 
-use crate::build::Built;
+use crate::graph::Built;
 use crate::graph::{EdgeKind, Label, Node, NO_KEY};
 use crate::CheckError;
 use krait_history::{History, TxnStatus, NO_TIME};

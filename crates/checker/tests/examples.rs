@@ -168,7 +168,7 @@ fn lost_update() {
 
 #[test]
 fn classification_follows_adya() {
-    use krait_checker::cert::classify;
+    use krait_checker::classify;
     let e = |kind| krait_checker::CertEdge {
         from: "a".into(),
         to: "b".into(),

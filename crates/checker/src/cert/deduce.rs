@@ -4,9 +4,9 @@
 //! option's edge marked as assumed, and its own deduced edges explained the same way. Every
 //! reason uses strictly earlier edges, so the explanation is well-founded.
 
-use crate::build::Built;
-use crate::cert::{self, EdgeNote, Explainer};
-use crate::graph::{self, Csr, Node};
+use super::explain::is_forced;
+use super::{Deduction, EdgeNote, Explainer};
+use crate::graph::{self, Built, Csr, Node};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
@@ -59,7 +59,7 @@ impl<'a> Deducer<'a> {
     fn note_at(&self, e: u32, depth: u32) -> EdgeNote {
         let b = self.b();
         let l = b.labels[e as usize];
-        if !cert::is_forced(&l) {
+        if !is_forced(&l) {
             return EdgeNote::default();
         }
         let c = &b.constraints[l.constraint as usize];
@@ -132,7 +132,7 @@ impl<'a> Deducer<'a> {
                     chain.concat(),
                     cycle[0].from
                 )),
-                deduced: Some(Box::new(cert::Deduction { cycle })),
+                deduced: Some(Box::new(Deduction { cycle })),
                 assumed: false,
             };
         }

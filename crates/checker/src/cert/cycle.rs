@@ -1,0 +1,255 @@
+//! Certificates from the graph: the cycle the known graph closed, or the unsatisfiable core the
+//! solver found (with every combination of its choices when small), each edge in words.
+
+use super::deduce::Deducer;
+use super::{Anomaly, CertConstraint, CertOption, Certificate, EdgeNote, Explainer};
+use crate::graph::{self, Built, Constraint, Csr, EdgeKind, Label, Node};
+use krait_history::{History, Resolution, TxnId};
+
+/// The known edges with these indices, with their labels.
+fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
+    ids.iter()
+        .map(|&e| {
+            (
+                b.edges[e as usize].0,
+                b.edges[e as usize].1,
+                b.labels[e as usize],
+            )
+        })
+        .collect()
+}
+
+fn edge_cost(labels: &[Label]) -> impl Fn(u32) -> graph::Cost + '_ {
+    move |e| match labels[e as usize].kind {
+        EdgeKind::Rw => graph::Cost::Rw,
+        EdgeKind::Session => graph::Cost::Session,
+        _ => graph::Cost::Other,
+    }
+}
+
+/// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
+/// over a million-transaction component).
+const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
+
+pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
+    let csr = Csr::build(b.num_nodes, &b.edges, false);
+    let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+    // Smallest non-trivial component first (lowest id among equals, so the choice is stable):
+    // its cycles are the shortest to read.
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let cid = (0..ncomp)
+        .filter(|&c| size[c as usize] > 1)
+        .min_by_key(|&c| (size[c as usize], c))
+        .expect("a cycle exists");
+    let members: Vec<Node> = (0..b.num_nodes as Node)
+        .filter(|&x| comp[x as usize] == cid)
+        .collect();
+    let starts: Vec<Node> = members
+        .iter()
+        .copied()
+        .filter(|&x| x < b.first_gate)
+        .collect();
+    let cyc = graph::best_cycle(
+        &csr,
+        &comp,
+        cid,
+        &starts,
+        edge_cost(&b.labels),
+        64,
+        CYCLE_SEARCH_BUDGET,
+    )
+    .expect("a cycle in an SCC");
+    let es = labelled(b, &cyc);
+    let x = Explainer { h, r, b };
+    let d = Deducer::new(Explainer { h, r, b }, &csr);
+    let cycle = x.path(&es, &|i| d.note(cyc[i]));
+    let anomaly = super::classify(&cycle);
+    let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
+    let summary = format!(
+        "{}: cycle {} -> {}",
+        anomaly.name(),
+        names.join(" -> "),
+        names[0]
+    );
+    Certificate {
+        anomaly,
+        summary,
+        txns: x.txns_of_edges(&es),
+        cycle,
+        constraints: Vec::new(),
+        cases: Vec::new(),
+    }
+}
+
+pub(crate) fn unsat_certificate(
+    h: &History,
+    r: &Resolution,
+    b: &Built,
+    remaining: &[u32],
+    core: &[u32],
+) -> Certificate {
+    let x = Explainer { h, r, b };
+    let csr = Csr::build(b.num_nodes, &b.edges, false);
+    let d = Deducer::new(Explainer { h, r, b }, &csr);
+    let mut txn_ids: Vec<TxnId> = Vec::new();
+    let mut constraints = Vec::new();
+    for &i in core {
+        let c: &Constraint = &b.constraints[remaining[i as usize] as usize];
+        let key = h.keys[c.key as usize].clone();
+        let (ha, hb) = (x.node_name(c.a.0), x.node_name(c.b.0));
+        for n in [c.a.0, c.a.1, c.b.0, c.b.1] {
+            if let Some(t) = b.txn_of(n) {
+                txn_ids.push(t);
+            }
+        }
+        let assumed = |_| EdgeNote {
+            assumed: true,
+            ..Default::default()
+        };
+        let option = |es: &[(Node, Node, Label)], choice: String| CertOption {
+            choice,
+            edges: es
+                .iter()
+                .map(|&(u, v, l)| x.path(&[(u, v, l)], &assumed).remove(0))
+                .collect(),
+            closes_cycle: es
+                .iter()
+                .find_map(|&(u, v, l)| {
+                    let path = graph::shortest_path(&csr, v, u)?;
+                    let mut es = labelled(b, &path);
+                    es.push((u, v, l));
+                    let last = es.len() - 1;
+                    Some(x.path(&es, &|i| {
+                        if i == last {
+                            assumed(i)
+                        } else {
+                            d.note(path[i])
+                        }
+                    }))
+                })
+                .unwrap_or_default(),
+        };
+        constraints.push(CertConstraint {
+            key: key.clone(),
+            options: [
+                option(
+                    b.first_edges(c),
+                    format!("chain of {key} from {ha} before chain from {hb}"),
+                ),
+                option(
+                    b.second_edges(c),
+                    format!("chain of {key} from {hb} before chain from {ha}"),
+                ),
+            ],
+        });
+    }
+    let summary = format!(
+        "{}: {} version-order choices, each of whose combinations closes a cycle",
+        Anomaly::Unsatisfiable.name(),
+        core.len()
+    );
+    let cases = if core.len() <= MAX_CASE_CONSTRAINTS {
+        case_analysis(&x, &d, b, remaining, core, &constraints)
+    } else {
+        Vec::new()
+    };
+    Certificate {
+        anomaly: Anomaly::Unsatisfiable,
+        summary,
+        cycle: Vec::new(),
+        constraints,
+        cases,
+        txns: {
+            let mut seen = Vec::new();
+            for t in txn_ids {
+                if !seen.contains(&t) {
+                    seen.push(t);
+                }
+            }
+            seen.into_iter()
+                .map(|t| super::describe_txn(h, r, t))
+                .collect()
+        },
+    }
+}
+
+/// Cores up to this size are explained case by case (2^n cases).
+const MAX_CASE_CONSTRAINTS: usize = 4;
+
+/// Every combination of the core's choices, each with the cycle it closes: a complete,
+/// checkable proof that no choice works.
+fn case_analysis(
+    x: &Explainer,
+    d: &Deducer,
+    b: &Built,
+    remaining: &[u32],
+    core: &[u32],
+    described: &[CertConstraint],
+) -> Vec<super::CertCase> {
+    let mut cases = Vec::new();
+    for mask in 0u32..(1 << core.len()) {
+        let mut edges = b.edges.clone();
+        let mut labels = b.labels.clone();
+        let mut choices = Vec::new();
+        for (j, &i) in core.iter().enumerate() {
+            let c = &b.constraints[remaining[i as usize] as usize];
+            let first = mask >> j & 1 == 0;
+            let es = if first {
+                b.first_edges(c)
+            } else {
+                b.second_edges(c)
+            };
+            for &(u, v, l) in es {
+                edges.push((u, v));
+                labels.push(l);
+            }
+            choices.push(described[j].options[usize::from(!first)].choice.clone());
+        }
+        let csr = Csr::build(b.num_nodes, &edges, false);
+        let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+        let mut size = vec![0u32; ncomp as usize];
+        for &c in &comp {
+            size[c as usize] += 1;
+        }
+        // The smallest non-trivial component, the lowest id among equals: a stable choice.
+        let Some(cid) = (0..ncomp)
+            .filter(|&c| size[c as usize] > 1)
+            .min_by_key(|&c| (size[c as usize], c))
+        else {
+            continue;
+        };
+        let m: Vec<Node> = (0..b.num_nodes as Node)
+            .filter(|&n| comp[n as usize] == cid)
+            .collect();
+        let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
+        let cost = edge_cost(&labels);
+        if let Some(cyc) =
+            graph::best_cycle(&csr, &comp, cid, &starts, cost, 32, CYCLE_SEARCH_BUDGET)
+        {
+            let es: Vec<(Node, Node, Label)> = cyc
+                .iter()
+                .map(|&e| (edges[e as usize].0, edges[e as usize].1, labels[e as usize]))
+                .collect();
+            // Edges past the known ones are this case's choices.
+            let known = b.edges.len() as u32;
+            let note = |i: usize| {
+                if cyc[i] >= known {
+                    EdgeNote {
+                        assumed: true,
+                        ..Default::default()
+                    }
+                } else {
+                    d.note(cyc[i])
+                }
+            };
+            cases.push(super::CertCase {
+                choices,
+                cycle: x.path(&es, &note),
+            });
+        }
+    }
+    cases
+}

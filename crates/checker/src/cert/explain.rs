@@ -1,0 +1,259 @@
+//! Graph edges and transactions in words: names (escaped for the terminal), each edge's meaning
+//! with its key and values, paths with gate nodes folded away, and the anomaly class of a cycle.
+
+use super::{Anomaly, CertEdge, CertTxn, Certificate, EdgeNote};
+use crate::graph::{Built, EdgeKind, Label, Node, INIT, NO_CONSTRAINT, NO_KEY};
+use krait_history::{History, OpKind, Resolution, TxnId, FROM_INIT, FROM_NOBODY};
+
+/// A name from the input as it may be printed: control characters (escape sequences, newlines)
+/// written out, so a session name cannot rewrite the terminal.
+pub(crate) fn printable(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.escape_default().to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+pub(crate) fn txn_name(h: &History, t: TxnId) -> String {
+    h.display_txn(t)
+}
+
+pub(crate) fn key_name(h: &History, k: u32) -> String {
+    h.keys[k as usize].clone()
+}
+
+fn describe_read(h: &History, r: &Resolution, o: u32) -> String {
+    let k = key_name(h, h.op_key[o as usize]);
+    match r.read_from[o as usize] {
+        FROM_INIT => format!("r({k}) = initial"),
+        FROM_NOBODY => format!("r({k}) = {} (written by nobody)", h.op_value[o as usize]),
+        w => format!(
+            "r({k}) = {} from {}",
+            h.op_value[o as usize],
+            txn_name(h, r.op_txn[w as usize])
+        ),
+    }
+}
+
+pub(crate) fn describe_txn(h: &History, r: &Resolution, t: TxnId) -> CertTxn {
+    let ops = h
+        .ops(t)
+        .map(|o| match h.op_kind[o] {
+            OpKind::Write => format!("w({}) = {}", key_name(h, h.op_key[o]), h.op_value[o]),
+            _ => describe_read(h, r, o as u32),
+        })
+        .collect();
+    CertTxn {
+        name: txn_name(h, t),
+        session: printable(&h.session_names[h.session_of(t)]),
+        status: h.txn_status[t as usize].as_str().to_string(),
+        ops,
+    }
+}
+
+pub(super) fn txns(h: &History, r: &Resolution, ts: &[TxnId]) -> Vec<CertTxn> {
+    let mut seen = Vec::new();
+    for &t in ts {
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    seen.into_iter().map(|t| describe_txn(h, r, t)).collect()
+}
+
+pub(crate) fn simple(
+    anomaly: Anomaly,
+    summary: String,
+    h: &History,
+    r: &Resolution,
+    ts: &[TxnId],
+) -> Certificate {
+    Certificate {
+        anomaly,
+        summary,
+        cycle: Vec::new(),
+        constraints: Vec::new(),
+        cases: Vec::new(),
+        txns: txns(h, r, ts),
+    }
+}
+
+
+/// Classifies a cycle by its edge kinds (Adya): session edges do not count; a cycle that needs a
+/// real-time edge is the real-time variant (a violation of strict serializability only).
+pub fn classify(cycle: &[CertEdge]) -> Anomaly {
+    let rw = cycle.iter().filter(|e| e.kind == EdgeKind::Rw).count();
+    let wr = cycle.iter().filter(|e| e.kind == EdgeKind::Wr).count();
+    let rt = cycle.iter().any(|e| e.kind == EdgeKind::RealTime);
+    match (rw, rt) {
+        (0, false) if wr == 0 => Anomaly::G0,
+        (0, true) if wr == 0 => Anomaly::G0Realtime,
+        (0, false) => Anomaly::G1c,
+        (0, true) => Anomaly::G1cRealtime,
+        (1, false) => Anomaly::GSingle,
+        (1, true) => Anomaly::GSingleRealtime,
+        (_, false) => Anomaly::G2Item,
+        (_, true) => Anomaly::G2ItemRealtime,
+    }
+}
+
+/// Turns graph edges into words; gate nodes (the "after chain i" points) are folded away.
+pub(crate) struct Explainer<'a> {
+    pub h: &'a History,
+    pub r: &'a Resolution,
+    pub b: &'a Built,
+}
+
+impl Explainer<'_> {
+    pub fn node_name(&self, n: Node) -> String {
+        match self.b.txn_of(n) {
+            Some(t) => txn_name(self.h, t),
+            None if n == INIT => "INIT".to_string(),
+            // A gate stands for "after every reader of a chain's last version".
+            None => match self.b.gate_of.get((n - self.b.first_gate) as usize) {
+                Some(&(tail, k)) => format!(
+                    "the readers of {}'s {}",
+                    self.node_name(tail),
+                    key_name(self.h, k)
+                ),
+                None => format!("node {n}"),
+            },
+        }
+    }
+
+    /// The external read of key k in node n (before n wrote k itself).
+    fn read_of(&self, n: Node, k: u32) -> Option<usize> {
+        let t = self.b.txn_of(n)?;
+        let o = self.h.ops(t).find(|&o| self.h.op_key[o] == k)?;
+        (self.h.op_kind[o] != OpKind::Write).then_some(o)
+    }
+    fn write_of(&self, n: Node, k: u32) -> Option<usize> {
+        let t = self.b.txn_of(n)?;
+        self.h
+            .ops(t)
+            .rev()
+            .find(|&o| self.h.op_kind[o] == OpKind::Write && self.h.op_key[o] == k)
+    }
+    fn version_text(&self, o: usize) -> String {
+        match self.r.read_from[o] {
+            FROM_INIT => "the initial version".to_string(),
+            w => format!(
+                "{} (written by {})",
+                self.h.op_value[o],
+                txn_name(self.h, self.r.op_txn[w as usize])
+            ),
+        }
+    }
+
+    pub fn edge(&self, u: Node, v: Node, l: Label) -> CertEdge {
+        let (a, b) = (self.node_name(u), self.node_name(v));
+        let key = (l.key != NO_KEY).then(|| key_name(self.h, l.key));
+        let kn = key.clone().unwrap_or_default();
+        let explanation = match l.kind {
+            EdgeKind::Session => {
+                let s = self
+                    .b
+                    .txn_of(u)
+                    .map(|t| printable(&self.h.session_names[self.h.session_of(t)]))
+                    .unwrap_or_default();
+                format!("{a} came before {b} in session {s}")
+            }
+            EdgeKind::RealTime => format!(
+                "{a} committed before {b} started (real time, beyond the clock-drift allowance)"
+            ),
+            EdgeKind::Wr => match self.read_of(v, l.key) {
+                Some(o) => format!("{b} read {kn} = {}, which {a} wrote", self.h.op_value[o]),
+                None => format!("{b} read {kn} from {a}"),
+            },
+            EdgeKind::Ww => match (self.write_of(u, l.key), self.write_of(v, l.key)) {
+                _ if u == INIT => format!("{b} overwrote the initial version of {kn}"),
+                (Some(x), Some(y)) => format!(
+                    "{b} overwrote the version of {kn} that {a} wrote ({} before {})",
+                    self.h.op_value[x], self.h.op_value[y]
+                ),
+                _ => format!("{a}'s write of {kn} precedes {b}'s"),
+            },
+            EdgeKind::Rw if u >= self.b.first_gate => {
+                format!("{a} read {kn}, each before {b} overwrote the version they read")
+            }
+            EdgeKind::Rw => match self.read_of(u, l.key) {
+                Some(o) => format!(
+                    "{a} read {kn} = {}, which {b} overwrote",
+                    self.version_text(o)
+                ),
+                // No read of its own: a list read showed a's write directly after a version.
+                None => format!(
+                    "{a}'s write of {kn} directly follows a version that {b} overwrote (a list read shows it)"
+                ),
+            },
+            EdgeKind::Carried => {
+                format!("{a} precedes {b} through transactions garbage-collected in earlier rounds")
+            }
+        };
+        CertEdge {
+            from: a,
+            to: b,
+            kind: l.kind,
+            key,
+            explanation,
+            forced_because: None,
+            deduced: None,
+            assumed: false,
+        }
+    }
+
+    /// Words for a path of graph edges, folding gate nodes into the edge that passes them.
+    pub fn path(
+        &self,
+        edges: &[(Node, Node, Label)],
+        note: &dyn Fn(usize) -> EdgeNote,
+    ) -> Vec<CertEdge> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        // Start the walk at a non-gate node so folding never wraps around.
+        let n = edges.len();
+        let start = (0..n)
+            .find(|&j| edges[j].0 < self.b.first_gate)
+            .unwrap_or(0);
+        while i < n {
+            let (u, mut v, l) = edges[(start + i) % n];
+            let mut nt = note((start + i) % n);
+            i += 1;
+            while v >= self.b.first_gate && i < n {
+                let (_, v2, _) = edges[(start + i) % n];
+                let n2 = note((start + i) % n);
+                nt.assumed |= n2.assumed;
+                if nt.forced_because.is_none() {
+                    nt.forced_because = n2.forced_because;
+                    nt.deduced = n2.deduced;
+                }
+                v = v2;
+                i += 1;
+            }
+            // Session order is transitive: a run of it is one step.
+            while l.kind == EdgeKind::Session
+                && i < n
+                && edges[(start + i) % n].2.kind == EdgeKind::Session
+            {
+                v = edges[(start + i) % n].1;
+                i += 1;
+            }
+            let mut e = self.edge(u, v, l);
+            e.forced_because = nt.forced_because;
+            e.deduced = nt.deduced;
+            e.assumed = nt.assumed;
+            out.push(e);
+        }
+        out
+    }
+
+    pub fn txns_of_edges(&self, edges: &[(Node, Node, Label)]) -> Vec<CertTxn> {
+        let ts: Vec<TxnId> = edges.iter().filter_map(|e| self.b.txn_of(e.0)).collect();
+        txns(self.h, self.r, &ts)
+    }
+}
+
+pub(crate) fn is_forced(l: &Label) -> bool {
+    l.constraint != NO_CONSTRAINT
+}

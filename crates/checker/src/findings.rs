@@ -1,0 +1,53 @@
+//! What building the known graph can find that rules out every serial order before any cycle
+//! is searched: typed, with the ops and transactions involved. `cert` turns each into words.
+
+use krait_history::{ReadProblem, TxnId};
+
+/// Where a list-append read puts an element no version order can put there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Misplaced {
+    /// Not directly after its own transaction's previous append.
+    AfterOwnAppend,
+    /// Without its transaction's earlier append before it.
+    WithoutEarlierAppend,
+}
+
+/// A reject reason found while building, before any graph search. Ops are indices into the
+/// history's ops; `key` is a key id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Finding {
+    /// The log's claims about read `op` contradict the write it names.
+    ReadProblem { op: u32, problem: ReadProblem },
+    /// Transaction `txn` wrote the key at op `own`, then read it (`op`) without seeing that write.
+    OwnWriteNotSeen { txn: TxnId, op: u32, own: u32 },
+    /// Read `op` returned a value no transaction wrote.
+    ReadOfNobody { op: u32 },
+    /// Read `op` of transaction `txn` returned a value `txn` itself writes only later.
+    FutureRead { txn: TxnId, op: u32 },
+    /// Read `op` returned a write of a transaction that did not commit (G1a).
+    AbortedRead { op: u32 },
+    /// Read `op` returned a write its writer overwrote before committing (G1b).
+    IntermediateRead { op: u32 },
+    /// Transaction `txn` read `key` twice and saw the versions written at ops `first` and
+    /// `second` (or `FROM_INIT`).
+    NonRepeatable { txn: TxnId, key: u32, first: u32, second: u32 },
+    /// `t1` and `t2` both read `from`'s version of `key` (None: the initial one) and both
+    /// overwrote it.
+    LostUpdate { key: u32, from: Option<TxnId>, t1: TxnId, t2: TxnId },
+    /// `txn`'s write of `key` is said to directly follow two different versions.
+    TwoPredecessors { key: u32, txn: TxnId, a: Option<TxnId>, b: Option<TxnId> },
+    /// Two writes of `key` are each said to directly follow `from`'s version.
+    TwoSuccessors { key: u32, from: Option<TxnId>, t1: TxnId, t2: TxnId },
+    /// List read `op` holds `value` twice.
+    DuplicateElement { op: u32, value: u64 },
+    /// List read `op` holds `value`, which nobody appended.
+    ElementOfNobody { op: u32, value: u64 },
+    /// List read `op` holds the element appended at op `write` by a transaction that did not
+    /// commit.
+    AbortedElement { op: u32, write: u32 },
+    /// List read `op` holds the element appended at `write` where no version order puts it.
+    MisplacedElement { op: u32, write: u32, how: Misplaced },
+    /// List read `op` shows another transaction's append right after `write`, though its
+    /// transaction appended to the key again.
+    IntermediateElement { op: u32, write: u32 },
+}

@@ -1,0 +1,454 @@
+//! From a history to the known graph: which transactions take part, per-transaction checks,
+//! session order and write→read edges, and the read-modify-write steps that later become chains.
+//! A read no serial order can explain is returned as a typed [`Finding`], not in words.
+
+use super::{EdgeKind, Label, Node, NO_KEY};
+use crate::findings::Finding;
+use crate::Options;
+use krait_history::{History, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, FROM_NOBODY};
+
+/// The synthetic transaction that wrote every key's initial version.
+pub const INIT: Node = 0;
+
+/// One either/or constraint: exactly one of two edge sets is in the serial order's graph.
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    pub key: u32,
+    /// (head, tail) of the two chains being ordered.
+    pub a: (Node, Node),
+    pub b: (Node, Node),
+    /// Edges if chain a comes first, then edges if chain b comes first (ranges into the arena).
+    pub first: (u32, u32),
+    pub second: (u32, u32),
+}
+
+/// A chain of writes of one key, as the coalesced constraints see it.
+#[derive(Clone, Copy, Debug)]
+pub struct ChainRec {
+    pub head: Node,
+    pub tail: Node,
+    /// The node standing for "after the tail and all its readers".
+    pub gate: Node,
+    pub gate_kind: EdgeKind,
+}
+
+pub struct Built {
+    /// Nodes: INIT, then one per included transaction, then gate nodes.
+    pub num_nodes: usize,
+    /// Included transactions: node i+1 is `node_txn[i]`.
+    pub node_txn: Vec<TxnId>,
+    pub txn_node: Vec<Node>,
+    pub first_gate: Node,
+    pub edges: Vec<(Node, Node)>,
+    pub labels: Vec<Label>,
+    pub constraints: Vec<Constraint>,
+    /// Edge arena for constraints: (u, v, label).
+    pub cedges: Vec<(Node, Node, Label)>,
+    /// Session chains for the reachability index: (chain, position) per node.
+    pub chain_of: Vec<(u32, u32)>,
+    pub num_chains: usize,
+    pub excluded_unknown: usize,
+    /// Chains awaiting pairing into constraints: `chain_recs[a..b]` for each (key, a, b).
+    pub chain_recs: Vec<ChainRec>,
+    pub chain_keys: Vec<(u32, u32, u32)>,
+    /// Per gate node (from `first_gate` on): the chain tail whose readers it follows, and key.
+    pub gate_of: Vec<(Node, u32)>,
+}
+
+impl Built {
+    /// Forms one constraint per pair of chains of a key, leaving out pairs one of whose orders
+    /// the known graph already implies (`before(a, b)`: a's gate reaches b's head), which add
+    /// nothing. With the known graph's topological positions (`pos`), a key's chains are taken
+    /// in order of their heads: only an earlier chain can come before a later one, and once a
+    /// chain is known to precede a later chain that precedes everything after it, it precedes
+    /// all of those too (head ⇝ tail ⇝ gate), so a key whose chains the graph already orders
+    /// costs a linear scan, not every pair.
+    pub fn pair_chains(
+        &mut self,
+        before: impl Fn(&ChainRec, &ChainRec) -> bool + Sync,
+        pos: Option<&[u32]>,
+    ) {
+        use rayon::prelude::*;
+        let recs = &self.chain_recs;
+        let pairs: Vec<Vec<(u32, u32)>> = self
+            .chain_keys
+            .par_iter()
+            .map(|&(_, a, b)| {
+                let mut out = Vec::new();
+                let Some(pos) = pos else {
+                    for i in a..b {
+                        for j in i + 1..b {
+                            out.push((i, j));
+                        }
+                    }
+                    return out;
+                };
+                let mut idx: Vec<u32> = (a..b).collect();
+                idx.sort_unstable_by_key(|&i| pos[recs[i as usize].head as usize]);
+                let n = idx.len();
+                // all_after[x]: the chain at x precedes every chain after it in this order.
+                let mut all_after = vec![false; n];
+                for x in (0..n).rev() {
+                    let ci = &recs[idx[x] as usize];
+                    let mut all = true;
+                    for y in x + 1..n {
+                        let cj = &recs[idx[y] as usize];
+                        if before(ci, cj) {
+                            if all_after[y] {
+                                break;
+                            }
+                        } else if !before(cj, ci) {
+                            let (i, j) = (idx[x].min(idx[y]), idx[x].max(idx[y]));
+                            out.push((i, j));
+                            all = false;
+                        }
+                    }
+                    all_after[x] = all;
+                }
+                out.sort_unstable();
+                out
+            })
+            .collect();
+        for (&(k, _, _), ps) in self.chain_keys.iter().zip(pairs) {
+            for (i, j) in ps {
+                let (ci, cj) = (self.chain_recs[i as usize], self.chain_recs[j as usize]);
+                let s = self.cedges.len() as u32;
+                self.cedges
+                    .push((ci.gate, cj.head, Label::fact(ci.gate_kind, k)));
+                self.cedges
+                    .push((cj.gate, ci.head, Label::fact(cj.gate_kind, k)));
+                self.constraints.push(Constraint {
+                    key: k,
+                    a: (ci.head, ci.tail),
+                    b: (cj.head, cj.tail),
+                    first: (s, s + 1),
+                    second: (s + 1, s + 2),
+                });
+            }
+        }
+        self.chain_keys.clear();
+        self.chain_recs = Vec::new();
+    }
+
+    /// How many pairs [`Self::pair_chains`] would consider.
+    pub fn chain_pairs(&self) -> usize {
+        self.chain_keys
+            .iter()
+            .map(|&(_, a, b)| ((b - a) as usize * (b - a - 1) as usize) / 2)
+            .sum()
+    }
+
+    pub fn txn_of(&self, n: Node) -> Option<TxnId> {
+        if n == INIT || n >= self.first_gate {
+            None
+        } else {
+            Some(self.node_txn[n as usize - 1])
+        }
+    }
+    pub fn first_edges(&self, c: &Constraint) -> &[(Node, Node, Label)] {
+        &self.cedges[c.first.0 as usize..c.first.1 as usize]
+    }
+    pub fn second_edges(&self, c: &Constraint) -> &[(Node, Node, Label)] {
+        &self.cedges[c.second.0 as usize..c.second.1 as usize]
+    }
+}
+
+/// Which transactions take part: the committed ones, and those whose outcome is unknown but
+/// that an included transaction read from (so they must have committed), or that the caller
+/// knows were read (`committed_unknown`).
+fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bool>, usize) {
+    let mut inc: Vec<bool> = h
+        .txn_status
+        .iter()
+        .map(|&s| s == TxnStatus::Committed)
+        .collect();
+    for &t in committed_unknown {
+        inc[t as usize] = true;
+    }
+    loop {
+        let mut changed = false;
+        for t in 0..h.num_txns() {
+            if !inc[t] {
+                continue;
+            }
+            for o in h.ops(t as TxnId) {
+                let mut writers: Vec<TxnId> = r.writer_txn(o as u32).into_iter().collect();
+                // Every element of a list read was appended by a transaction that committed.
+                if let Some(list) = h.list_of(o as u32) {
+                    let k = h.op_key[o];
+                    writers.extend(
+                        list.iter()
+                            .filter_map(|v| h.write_index.get(&(k, *v)))
+                            .map(|&w| r.op_txn[w as usize]),
+                    );
+                }
+                for w in writers {
+                    if !inc[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
+                        inc[w as usize] = true;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let excluded_unknown = (0..h.num_txns())
+        .filter(|&t| !inc[t] && h.txn_status[t] == TxnStatus::Unknown)
+        .count();
+    (inc, excluded_unknown)
+}
+
+/// What the transactions state, key by key: external reads (key, writer node, reader node),
+/// installed writes (key, writer node) and read-modify-write steps (key, predecessor, node).
+#[derive(Default)]
+pub(crate) struct Facts {
+    pub reads: Vec<(u32, Node, Node)>,
+    pub writes: Vec<(u32, Node)>,
+    pub rmws: Vec<(u32, Node, Node)>,
+}
+
+/// The known graph of `h` and its chains' raw material, or the first finding that rules out
+/// every serial order. `committed_unknown`: unknown outcomes known (from earlier rounds) to have
+/// committed.
+pub fn build(
+    h: &History,
+    r: &Resolution,
+    opts: &Options,
+    committed_unknown: &[TxnId],
+) -> Result<Built, Finding> {
+    let (inc, excluded_unknown) = included(h, r, committed_unknown);
+    // Claims Cobra's logs make that the history contradicts.
+    for (op, problem) in &r.problems {
+        let t = r.op_txn[*op as usize];
+        if inc[t as usize] {
+            return Err(Finding::ReadProblem {
+                op: *op,
+                problem: problem.clone(),
+            });
+        }
+    }
+    let mut node_txn = Vec::new();
+    let mut txn_node = vec![u32::MAX; h.num_txns()];
+    for t in 0..h.num_txns() {
+        if inc[t] {
+            txn_node[t] = node_txn.len() as Node + 1;
+            node_txn.push(t as TxnId);
+        }
+    }
+    let ntx = node_txn.len() + 1;
+    let mut b = Built {
+        num_nodes: ntx,
+        node_txn,
+        txn_node,
+        first_gate: ntx as Node,
+        edges: Vec::new(),
+        labels: Vec::new(),
+        constraints: Vec::new(),
+        cedges: Vec::new(),
+        chain_of: vec![(u32::MAX, 0u32); ntx],
+        num_chains: 0,
+        excluded_unknown,
+        chain_recs: Vec::new(),
+        chain_keys: Vec::new(),
+        gate_of: Vec::new(),
+    };
+    session_order(h, &mut b);
+    let mut f = Facts::default();
+    for i in 0..b.node_txn.len() {
+        txn_facts(h, r, &inc, &mut b, i as Node + 1, &mut f)?;
+    }
+    // Read-modify-writes the transactions made themselves, as opposed to steps of a list.
+    let mut real_rmws = if h.has_lists() {
+        f.rmws.clone()
+    } else {
+        Vec::new()
+    };
+    real_rmws.sort_unstable();
+    super::lists::lists(h, r, &inc, &mut b, &mut f)?;
+    f.reads.sort_unstable();
+    // A list read and the read of its last element may state the same read.
+    f.reads.dedup();
+    f.writes.sort_unstable();
+    f.rmws.sort_unstable();
+    // Several reads may reveal the same step of a version order.
+    f.rmws.dedup();
+    one_step_each(h, &b, &f.rmws, &real_rmws, opts)?;
+    if !opts.combine {
+        f.rmws.clear();
+    }
+    crate::ser::chains_and_constraints(&mut b, &f.reads, &f.writes, &f.rmws, opts);
+    b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
+    Ok(b)
+}
+
+/// Session order, skipping transactions that are not included. A transaction whose outcome is
+/// unknown started after its session's earlier commits, but its commit may land after the
+/// session's later transactions (the client gave up waiting and went on): it gets an edge in
+/// from the last committed transaction before it and none out, and a chain of its own so the
+/// session's chain stays totally ordered. Later transactions follow that last commit.
+fn session_order(h: &History, b: &mut Built) {
+    let mut num_chains = h.num_sessions() + 1;
+    for s in 0..h.num_sessions() {
+        let mut prev: Option<Node> = None;
+        let mut pos = 0;
+        for t in h.session_range(s) {
+            let n = b.txn_node[t as usize];
+            if n == u32::MAX {
+                continue;
+            }
+            let unknown = h.txn_status[t as usize] == TxnStatus::Unknown;
+            if unknown {
+                b.chain_of[n as usize] = (num_chains as u32, 0);
+                num_chains += 1;
+            } else {
+                b.chain_of[n as usize] = (s as u32, pos);
+                pos += 1;
+            }
+            if let Some(p) = prev {
+                b.edges.push((p, n));
+                b.labels.push(Label::fact(EdgeKind::Session, NO_KEY));
+            }
+            if !unknown {
+                prev = Some(n);
+            }
+        }
+    }
+    b.chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
+    b.num_chains = num_chains;
+}
+
+/// One transaction's reads and writes, key by key: its own reads must see its own latest write,
+/// an external read must name a committed writer's final version and be the same every time;
+/// write→read edges go into the known graph.
+fn txn_facts(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    b: &mut Built,
+    node: Node,
+    f: &mut Facts,
+) -> Result<(), Finding> {
+    const NONE: u32 = u32::MAX;
+    // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
+    const NO_SRC: u32 = FROM_NOBODY;
+    let t = b.node_txn[node as usize - 1];
+    // (key, last own write op, external source)
+    let mut scratch: Vec<(u32, u32, u32)> = Vec::new();
+    for o in h.ops(t) {
+        let k = h.op_key[o];
+        let slot = match scratch.iter().position(|s| s.0 == k) {
+            Some(p) => p,
+            None => {
+                scratch.push((k, NONE, NO_SRC));
+                scratch.len() - 1
+            }
+        };
+        if h.op_kind[o] == OpKind::Write {
+            scratch[slot].1 = o as u32;
+            continue;
+        }
+        let op = o as u32;
+        let src = r.read_from[o];
+        let own = scratch[slot].1;
+        if own != NONE {
+            if src != own {
+                return Err(Finding::OwnWriteNotSeen { txn: t, op, own });
+            }
+            continue;
+        }
+        if src == FROM_NOBODY {
+            return Err(Finding::ReadOfNobody { op });
+        }
+        if src != FROM_INIT {
+            let w = r.op_txn[src as usize];
+            if w == t {
+                return Err(Finding::FutureRead { txn: t, op });
+            }
+            if !inc[w as usize] {
+                return Err(Finding::AbortedRead { op });
+            }
+            // The version must be the writer's last write of the key.
+            if h.ops(w)
+                .filter(|&x| x > src as usize)
+                .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+            {
+                return Err(Finding::IntermediateRead { op });
+            }
+        }
+        let prev = scratch[slot].2;
+        if prev != NO_SRC && prev != src {
+            return Err(Finding::NonRepeatable {
+                txn: t,
+                key: k,
+                first: prev,
+                second: src,
+            });
+        }
+        scratch[slot].2 = src;
+    }
+    for &(k, own, src) in &scratch {
+        let src_node = match src {
+            NO_SRC => None,
+            FROM_INIT => Some(INIT),
+            s => Some(b.txn_node[r.op_txn[s as usize] as usize]),
+        };
+        if let Some(w) = src_node {
+            f.reads.push((k, w, node));
+            if w != INIT {
+                b.edges.push((w, node));
+                b.labels.push(Label::fact(EdgeKind::Wr, k));
+            }
+        }
+        if own != NONE {
+            f.writes.push((k, node));
+            if let Some(w) = src_node {
+                f.rmws.push((k, w, node));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A version directly follows one version and is directly followed by at most one (`rmws`
+/// sorted): two read-modify-writes of one version are a lost update; with lists, a list read
+/// and a read-modify-write (or two lists) that disagree are an incompatible order.
+fn one_step_each(
+    h: &History,
+    b: &Built,
+    rmws: &[(u32, Node, Node)],
+    real_rmws: &[(u32, Node, Node)],
+    opts: &Options,
+) -> Result<(), Finding> {
+    let txn = |n: Node| (n != INIT).then(|| b.node_txn[n as usize - 1]);
+    if h.has_lists() {
+        let mut by_succ: Vec<(u32, Node, Node)> = rmws.iter().map(|&(k, p, n)| (k, n, p)).collect();
+        by_succ.sort_unstable();
+        for w in by_succ.windows(2) {
+            if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
+                return Err(Finding::TwoPredecessors {
+                    key: w[0].0,
+                    txn: txn(w[0].1).unwrap(),
+                    a: txn(w[0].2),
+                    b: txn(w[1].2),
+                });
+            }
+        }
+    }
+    if !opts.combine {
+        return Ok(());
+    }
+    for w in rmws.windows(2) {
+        if w[0].0 == w[1].0 && w[0].1 == w[1].1 {
+            let (key, from) = (w[0].0, txn(w[0].1));
+            let (t1, t2) = (txn(w[0].2).unwrap(), txn(w[1].2).unwrap());
+            let from_list = |x| real_rmws.binary_search(x).is_err();
+            if h.has_lists() && (from_list(&w[0]) || from_list(&w[1])) {
+                return Err(Finding::TwoSuccessors { key, from, t1, t2 });
+            }
+            return Err(Finding::LostUpdate { key, from, t1, t2 });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! Graph plumbing for the checker: labelled edge lists in CSR form, topological order and
+//! strongly connected components; the known graph the checker builds from a history
+//! (`known`), cycle and path search (`paths`) and the reachability index pruning asks (`reach`).
+
+mod known;
+mod lists;
+mod paths;
+mod reach;
+
+pub(crate) use known::{build, Built, ChainRec, Constraint, INIT};
+pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
+pub(crate) use reach::{gate_preds, ChainReach, Reach, ReachCtx};
+
+use serde::Serialize;
+
+pub type Node = u32;
+
+/// What an edge means; kept per edge so a cycle can be explained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// Session order.
+    Session,
+    /// Real-time order (strict serializability); "rt" in JSON as in text.
+    #[serde(rename = "rt")]
+    RealTime,
+    /// Write → read of the version written.
+    Wr,
+    /// Write → the next write of the key (version order).
+    Ww,
+    /// Read → the write that overwrote the version read (anti-dependency).
+    Rw,
+    /// Online mode: an order known through transactions already garbage-collected.
+    Carried,
+}
+
+impl EdgeKind {
+    pub fn short(self) -> &'static str {
+        match self {
+            EdgeKind::Session => "session",
+            EdgeKind::RealTime => "rt",
+            EdgeKind::Wr => "wr",
+            EdgeKind::Ww => "ww",
+            EdgeKind::Rw => "rw",
+            EdgeKind::Carried => "carried",
+        }
+    }
+}
+
+/// An edge's label: kind, key (u32::MAX if none), and where it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Label {
+    pub kind: EdgeKind,
+    pub key: u32,
+    /// u32::MAX for facts of the history; else the constraint whose resolution added it.
+    pub constraint: u32,
+}
+
+pub const NO_KEY: u32 = u32::MAX;
+pub const NO_CONSTRAINT: u32 = u32::MAX;
+
+impl Label {
+    pub fn fact(kind: EdgeKind, key: u32) -> Label {
+        Label {
+            kind,
+            key,
+            constraint: NO_CONSTRAINT,
+        }
+    }
+}
+
+/// Adjacency in compressed rows: `targets[start[u]..start[u+1]]` are u's successors, with the
+/// edge's index into the edge list alongside.
+pub struct Csr {
+    pub start: Vec<u32>,
+    pub targets: Vec<(Node, u32)>,
+}
+
+impl Csr {
+    pub fn build(n: usize, edges: &[(Node, Node)], reverse: bool) -> Csr {
+        let mut start = vec![0u32; n + 1];
+        for &(u, v) in edges {
+            let s = if reverse { v } else { u };
+            start[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut targets = vec![(0, 0); edges.len()];
+        for (i, &(u, v)) in edges.iter().enumerate() {
+            let (s, t) = if reverse { (v, u) } else { (u, v) };
+            targets[fill[s as usize] as usize] = (t, i as u32);
+            fill[s as usize] += 1;
+        }
+        Csr { start, targets }
+    }
+    #[inline]
+    pub fn succ(&self, u: Node) -> &[(Node, u32)] {
+        &self.targets[self.start[u as usize] as usize..self.start[u as usize + 1] as usize]
+    }
+}
+
+/// Kahn's algorithm. Err with the nodes left over (all on or behind a cycle) if there is one.
+pub fn topo_order(n: usize, csr: &Csr) -> Result<Vec<Node>, Vec<Node>> {
+    let mut indeg = vec![0u32; n];
+    for &(v, _) in &csr.targets {
+        indeg[v as usize] += 1;
+    }
+    let mut order: Vec<Node> = (0..n as Node).filter(|&x| indeg[x as usize] == 0).collect();
+    let mut head = 0;
+    while head < order.len() {
+        let x = order[head];
+        head += 1;
+        for &(y, _) in csr.succ(x) {
+            indeg[y as usize] -= 1;
+            if indeg[y as usize] == 0 {
+                order.push(y);
+            }
+        }
+    }
+    if order.len() == n {
+        Ok(order)
+    } else {
+        Err((0..n as Node).filter(|&x| indeg[x as usize] > 0).collect())
+    }
+}
+
+/// Tarjan's strongly connected components, iteratively. Returns the component of every node;
+/// components are numbered in reverse topological order.
+pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
+    const UNSEEN: u32 = u32::MAX;
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0u32; n];
+    let mut comp = vec![UNSEEN; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<Node> = Vec::new();
+    let mut call: Vec<(Node, u32)> = Vec::new();
+    let mut next = 0u32;
+    let mut ncomp = 0u32;
+    for root in 0..n as Node {
+        if index[root as usize] != UNSEEN {
+            continue;
+        }
+        call.push((root, csr.start[root as usize]));
+        index[root as usize] = next;
+        low[root as usize] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root as usize] = true;
+        while let Some(&mut (u, ref mut pos)) = call.last_mut() {
+            let end = csr.start[u as usize + 1];
+            if *pos < end {
+                let (v, _) = csr.targets[*pos as usize];
+                *pos += 1;
+                if index[v as usize] == UNSEEN {
+                    index[v as usize] = next;
+                    low[v as usize] = next;
+                    next += 1;
+                    stack.push(v);
+                    on_stack[v as usize] = true;
+                    call.push((v, csr.start[v as usize]));
+                } else if on_stack[v as usize] {
+                    low[u as usize] = low[u as usize].min(index[v as usize]);
+                }
+            } else {
+                call.pop();
+                if let Some(&(p, _)) = call.last() {
+                    low[p as usize] = low[p as usize].min(low[u as usize]);
+                }
+                if low[u as usize] == index[u as usize] {
+                    loop {
+                        let w = stack.pop().unwrap();
+                        on_stack[w as usize] = false;
+                        comp[w as usize] = ncomp;
+                        if w == u {
+                            break;
+                        }
+                    }
+                    ncomp += 1;
+                }
+            }
+        }
+    }
+    (comp, ncomp)
+}

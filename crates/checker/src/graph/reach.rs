@@ -1,0 +1,140 @@
+//! Reachability in the known graph, as pruning asks it: an index over the session chains when it
+//! fits in memory, else a search bounded by topological position.
+
+use super::{Built, Csr, Label, Node};
+
+/// Reachability over a DAG covered by chains (sessions): for every node, the earliest position
+/// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
+/// chains; nodes on no chain (gates) are answered through their predecessors.
+pub struct ChainReach {
+    nchains: usize,
+    /// chain and position of each node; chain u32::MAX for nodes on no chain.
+    chain_of: Vec<(u32, u32)>,
+    minpos: Vec<u32>,
+}
+
+impl ChainReach {
+    pub fn memory_needed(n: usize, nchains: usize) -> usize {
+        n * nchains * 4
+    }
+
+    pub fn build(
+        n: usize,
+        nchains: usize,
+        chain_of: Vec<(u32, u32)>,
+        csr: &Csr,
+        order: &[Node],
+    ) -> ChainReach {
+        let c = nchains;
+        let mut minpos = vec![u32::MAX; n * c];
+        let mut row = vec![u32::MAX; c];
+        for &x in order.iter().rev() {
+            let xi = x as usize;
+            row.iter_mut().for_each(|r| *r = u32::MAX);
+            // Successors come later in the order, so their rows are final.
+            for &(y, _) in csr.succ(x) {
+                let yrow = &minpos[y as usize * c..y as usize * c + c];
+                for (r, &m) in row.iter_mut().zip(yrow) {
+                    *r = (*r).min(m);
+                }
+            }
+            let (ch, pos) = chain_of[xi];
+            if ch != u32::MAX {
+                row[ch as usize] = row[ch as usize].min(pos);
+            }
+            minpos[xi * c..xi * c + c].copy_from_slice(&row);
+        }
+        ChainReach {
+            nchains: c,
+            chain_of,
+            minpos,
+        }
+    }
+
+    /// x ⇝ y for y on a chain.
+    #[inline]
+    pub fn reaches_chained(&self, x: Node, y: Node) -> bool {
+        let (ch, pos) = self.chain_of[y as usize];
+        debug_assert_ne!(ch, u32::MAX);
+        self.minpos[x as usize * self.nchains + ch as usize] <= pos
+    }
+}
+
+/// Predecessors of gate nodes, which reachability queries go through.
+pub(crate) fn gate_preds(b: &Built) -> Csr {
+    let n = b.num_nodes;
+    let fg = b.first_gate;
+    let rev: Vec<(Node, Node)> = b.edges.iter().copied().filter(|&(_, v)| v >= fg).collect();
+    Csr::build(n, &rev, true)
+}
+
+pub(crate) enum Reach {
+    Chains(ChainReach),
+    /// Fallback without an index: search bounded by topological position.
+    Search {
+        pos: Vec<u32>,
+    },
+}
+
+pub(crate) struct ReachCtx<'a> {
+    pub reach: Reach,
+    pub csr: &'a Csr,
+    pub preds: &'a Csr,
+    pub first_gate: Node,
+}
+
+impl ReachCtx<'_> {
+    /// x ⇝ y in the known graph.
+    pub fn reaches(&self, x: Node, y: Node) -> bool {
+        if x == y {
+            return true;
+        }
+        match &self.reach {
+            Reach::Chains(cr) => {
+                if y >= self.first_gate {
+                    self.preds
+                        .succ(y)
+                        .iter()
+                        .any(|&(p, _)| p == x || cr.reaches_chained(x, p))
+                } else {
+                    cr.reaches_chained(x, y)
+                }
+            }
+            Reach::Search { pos } => {
+                let py = pos[y as usize];
+                if pos[x as usize] > py {
+                    return false;
+                }
+                let mut seen = std::collections::HashSet::new();
+                let mut stack = vec![x];
+                seen.insert(x);
+                while let Some(u) = stack.pop() {
+                    for &(v, _) in self.csr.succ(u) {
+                        if v == y {
+                            return true;
+                        }
+                        if pos[v as usize] < py && seen.insert(v) {
+                            stack.push(v);
+                        }
+                    }
+                }
+                false
+            }
+        }
+    }
+    /// Whether the known graph already orders `gate` (or, for a gate node, all its
+    /// predecessors) before `head`, so the edge gate → head is implied.
+    pub fn implied(&self, gate: Node, head: Node) -> bool {
+        if gate >= self.first_gate {
+            let preds = self.preds.succ(gate);
+            !preds.is_empty() && preds.iter().all(|&(p, _)| self.reaches(p, head))
+        } else {
+            self.reaches(gate, head)
+        }
+    }
+
+    /// Whether adding all these edges would close a cycle with the known graph.
+    pub fn closes_cycle(&self, edges: &[(Node, Node, Label)]) -> bool {
+        edges.iter().any(|&(u, v, _)| self.reaches(v, u))
+    }
+}

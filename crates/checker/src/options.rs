@@ -1,0 +1,67 @@
+//! The checker's switches: every technique on by default, each can be turned off and the verdict
+//! stays exact (property tests compare all combinations with a brute-force oracle).
+
+use krait_solver::Budget;
+use serde::Serialize;
+use std::time::Duration;
+
+/// Which engine decides what pruning leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SolverKind {
+    /// krait's CDCL solver modulo acyclicity (the default).
+    Cdcl,
+    /// Every assignment in turn: the oracle for tests, exponential.
+    BruteForce,
+}
+
+/// Switches. All techniques on by default; each can be turned off and the verdict stays exact.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Glue read-modify-writes into chains (§3.1 of the paper).
+    pub combine: bool,
+    /// One constraint per pair of chains instead of one per (reader, writer) (§3.2).
+    pub coalesce: bool,
+    /// Decide constraints by reachability before solving (§3.3).
+    pub prune: bool,
+    /// Pruning passes at most (each adds what it decided, so the next may decide more).
+    pub prune_rounds: u32,
+    /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
+    pub strict: Option<u64>,
+    /// The engine for what pruning leaves.
+    pub solver: SolverKind,
+    /// Seed decisions' polarity from the topological order.
+    pub solver_order_phase: bool,
+    /// Let the acyclicity theory propagate (off: it only detects conflicts).
+    pub solver_theory_propagation: bool,
+    /// Limits on the solver (conflicts, a deadline, an interrupt flag); when one is reached
+    /// the verdict is [`crate::Verdict::Unknown`].
+    pub budget: Budget,
+    /// Wall-clock limit on solving, counted from the start of the check; past it the verdict
+    /// is [`crate::Verdict::Unknown`].
+    pub timeout: Option<Duration>,
+    /// Compute a serial order on ACCEPT.
+    pub want_order: bool,
+    /// Reachability index memory cap in bytes, above which pruning falls back to search.
+    pub reach_memory_cap: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            combine: true,
+            coalesce: true,
+            prune: true,
+            prune_rounds: 64,
+            strict: None,
+            solver: SolverKind::Cdcl,
+            solver_order_phase: true,
+            solver_theory_propagation: true,
+            budget: Budget::unlimited(),
+            timeout: None,
+            want_order: false,
+            reach_memory_cap: 4 << 30,
+        }
+    }
+}
+

@@ -1,0 +1,255 @@
+//! Read-modify-write chains per key, the anti-dependencies they imply, and the either/or
+//! constraints between chains: one coalesced constraint per pair (the paper's §3.1–3.2), or the
+//! plain polygraph's one per (reader, writer) when coalescing is off.
+
+use crate::graph::{Built, ChainRec, Constraint, EdgeKind, Label, Node, INIT};
+use crate::Options;
+
+/// Slices of a sorted list that share a key.
+fn key_groups<T>(v: &[T], key: impl Fn(&T) -> u32) -> impl Iterator<Item = (u32, &[T])> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= v.len() {
+            return None;
+        }
+        let k = key(&v[i]);
+        let mut j = i;
+        while j < v.len() && key(&v[j]) == k {
+            j += 1;
+        }
+        let out = (k, &v[i..j]);
+        i = j;
+        Some(out)
+    })
+}
+
+pub(crate) fn chains_and_constraints(
+    b: &mut Built,
+    reads: &[(u32, Node, Node)],
+    writes: &[(u32, Node)],
+    rmws: &[(u32, Node, Node)],
+    opts: &Options,
+) {
+    let mut rd = key_groups(reads, |r| r.0).peekable();
+    let mut rm = key_groups(rmws, |r| r.0).peekable();
+    let mut chains: Vec<Vec<Node>> = Vec::new();
+    for (k, wr) in key_groups(writes, |w| w.0) {
+        while rd.peek().is_some_and(|(rk, _)| *rk < k) {
+            rd.next();
+        }
+        while rm.peek().is_some_and(|(rk, _)| *rk < k) {
+            rm.next();
+        }
+        let kreads: &[(u32, Node, Node)] = match rd.peek() {
+            Some((rk, s)) if *rk == k => s,
+            _ => &[],
+        };
+        let krmw: &[(u32, Node, Node)] = match rm.peek() {
+            Some((rk, s)) if *rk == k => s,
+            _ => &[],
+        };
+        // Readers of a version, by binary search in the key's reads (sorted by writer).
+        let readers = |w: Node| -> &[(u32, Node, Node)] {
+            let lo = kreads.partition_point(|r| r.1 < w);
+            let hi = kreads.partition_point(|r| r.1 <= w);
+            &kreads[lo..hi]
+        };
+        let mut writers: Vec<Node> = wr.iter().map(|w| w.1).collect();
+        if !readers(INIT).is_empty() {
+            writers.insert(0, INIT);
+        }
+        if writers.len() < 2 && krmw.is_empty() {
+            continue;
+        }
+        // Chains: follow read-modify-write successors from writers that succeed nobody.
+        chains.clear();
+        let succ_of = |w: Node| -> Option<Node> {
+            let i = krmw.partition_point(|r| r.1 < w);
+            (i < krmw.len() && krmw[i].1 == w).then(|| krmw[i].2)
+        };
+        // Writers that succeed another are not chain heads.
+        let mut succeeding: Vec<Node> = krmw.iter().map(|r| r.2).collect();
+        succeeding.sort_unstable();
+        for &w in &writers {
+            if succeeding.binary_search(&w).is_ok() {
+                continue;
+            }
+            let mut chain = vec![w];
+            let mut x = w;
+            while let Some(s) = succ_of(x) {
+                chain.push(s);
+                x = s;
+            }
+            chains.push(chain);
+        }
+        // Inside a chain: readers of a non-last version precede the next write.
+        for chain in &chains {
+            for i in 0..chain.len() - 1 {
+                for r in readers(chain[i]) {
+                    if r.2 != chain[i + 1] {
+                        b.edges.push((r.2, chain[i + 1]));
+                        b.labels.push(Label::fact(EdgeKind::Rw, k));
+                    }
+                }
+            }
+        }
+        if chains.len() < 2 {
+            continue;
+        }
+        if opts.combine && opts.coalesce {
+            // One node per chain stands for "after the tail and all its readers", so both
+            // options of a constraint are single edges.
+            let gates: Vec<(Node, EdgeKind)> = chains
+                .iter()
+                .map(|c| {
+                    let tail = *c.last().unwrap();
+                    let rs = readers(tail);
+                    match rs.len() {
+                        0 => (tail, EdgeKind::Ww),
+                        1 => (rs[0].2, EdgeKind::Rw),
+                        _ => {
+                            let g = b.num_nodes as Node;
+                            b.num_nodes += 1;
+                            b.gate_of.push((tail, k));
+                            for r in rs {
+                                b.edges.push((r.2, g));
+                                b.labels.push(Label::fact(EdgeKind::Rw, k));
+                            }
+                            (g, EdgeKind::Rw)
+                        }
+                    }
+                })
+                .collect();
+            let init_chain = chains.iter().position(|c| c[0] == INIT);
+            if let Some(ic) = init_chain {
+                let tail = *chains[ic].last().unwrap();
+                for (j, c) in chains.iter().enumerate() {
+                    if j != ic {
+                        b.edges.push((gates[ic].0, c[0]));
+                        b.labels.push(Label::fact(gates[ic].1, k));
+                        // The tail's own version precedes the head too: a cycle through it
+                        // alone is a write cycle (G0), which the readers' edge would hide.
+                        if gates[ic].1 == EdgeKind::Rw && tail != INIT {
+                            b.edges.push((tail, c[0]));
+                            b.labels.push(Label::fact(EdgeKind::Ww, k));
+                        }
+                    }
+                }
+            }
+            // Pairs are formed later, once reachability can tell which are already decided.
+            let first = b.chain_recs.len() as u32;
+            for (i, c) in chains.iter().enumerate() {
+                if Some(i) != init_chain {
+                    b.chain_recs.push(ChainRec {
+                        head: c[0],
+                        tail: *c.last().unwrap(),
+                        gate: gates[i].0,
+                        gate_kind: gates[i].1,
+                    });
+                }
+            }
+            if b.chain_recs.len() as u32 - first >= 2 {
+                b.chain_keys.push((k, first, b.chain_recs.len() as u32));
+            } else {
+                b.chain_recs.truncate(first as usize);
+            }
+        } else {
+            explicit_constraints(b, k, &chains, &readers, opts.coalesce);
+        }
+    }
+}
+
+/// Constraints with their edge sets spelled out (the paper's baselines): coalesced per pair of
+/// chains, or one per (reader, other chain) as in the plain polygraph. A reader that is itself
+/// the other chain's head is left out: it cannot precede itself, and it already follows the
+/// version it read.
+fn explicit_constraints<'a>(
+    b: &mut Built,
+    k: u32,
+    chains: &[Vec<Node>],
+    readers: &dyn Fn(Node) -> &'a [(u32, Node, Node)],
+    coalesce: bool,
+) {
+    let init_chain = chains.iter().position(|c| c[0] == INIT);
+    if let Some(ic) = init_chain {
+        let tail = *chains[ic].last().unwrap();
+        for (j, c) in chains.iter().enumerate() {
+            if j == ic {
+                continue;
+            }
+            let rs = readers(tail);
+            let mut any = false;
+            for r in rs.iter().filter(|r| r.2 != c[0]) {
+                b.edges.push((r.2, c[0]));
+                b.labels.push(Label::fact(EdgeKind::Rw, k));
+                any = true;
+            }
+            if !any && tail != INIT {
+                b.edges.push((tail, c[0]));
+                b.labels.push(Label::fact(EdgeKind::Ww, k));
+            }
+        }
+    }
+    let set = |i: usize, j: usize| -> Vec<(Node, Node, Label)> {
+        let tail = *chains[i].last().unwrap();
+        let head = chains[j][0];
+        let v: Vec<_> = readers(tail)
+            .iter()
+            .filter(|r| r.2 != head)
+            .map(|r| (r.2, head, Label::fact(EdgeKind::Rw, k)))
+            .collect();
+        if v.is_empty() {
+            vec![(tail, head, Label::fact(EdgeKind::Ww, k))]
+        } else {
+            v
+        }
+    };
+    for i in 0..chains.len() {
+        if Some(i) == init_chain {
+            continue;
+        }
+        for j in 0..chains.len() {
+            if j == i || Some(j) == init_chain {
+                continue;
+            }
+            let (hi, ti, hj, tj) = (
+                chains[i][0],
+                *chains[i].last().unwrap(),
+                chains[j][0],
+                *chains[j].last().unwrap(),
+            );
+            if coalesce {
+                if j < i {
+                    continue;
+                }
+                let s = b.cedges.len() as u32;
+                b.cedges.extend(set(i, j));
+                let m = b.cedges.len() as u32;
+                b.cedges.extend(set(j, i));
+                let e = b.cedges.len() as u32;
+                b.constraints.push(Constraint {
+                    key: k,
+                    a: (hi, ti),
+                    b: (hj, tj),
+                    first: (s, m),
+                    second: (m, e),
+                });
+            } else {
+                // For each edge of "i before j": that edge, or j precedes all of i. With no reader
+                // of i's tail to speak for it, the edge is i's tail → j's head.
+                for (u, v, l) in set(i, j) {
+                    let s = b.cedges.len() as u32;
+                    b.cedges.push((u, v, l));
+                    b.cedges.push((tj, hi, Label::fact(EdgeKind::Ww, k)));
+                    b.constraints.push(Constraint {
+                        key: k,
+                        a: (hi, ti),
+                        b: (hj, tj),
+                        first: (s, s + 1),
+                        second: (s + 1, s + 2),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Pruning (§3.3): decide each constraint one of whose options would close a cycle with the
+//! known graph, add the other option as known edges, until nothing changes.
+
+use crate::graph::{self, gate_preds, Built, ChainReach, Csr, EdgeKind, Label, Node, Reach, ReachCtx};
+use crate::{CheckStats, Options};
+use rayon::prelude::*;
+
+/// Decides constraints whose one side would close a cycle, adding the other side as known
+/// edges, until nothing changes. Returns the undecided constraints, or the nodes of a cycle.
+pub(super) fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u32>, Vec<Node>> {
+    let mut remaining: Vec<u32> = (0..b.constraints.len() as u32).collect();
+    let mut round = 0;
+    loop {
+        let csr = Csr::build(b.num_nodes, &b.edges, false);
+        let order = graph::topo_order(b.num_nodes, &csr)?;
+        if !opts.prune {
+            b.pair_chains(|_, _| false, None);
+            remaining = (0..b.constraints.len() as u32).collect();
+            break;
+        }
+        if round >= opts.prune_rounds || (remaining.is_empty() && b.chain_keys.is_empty()) {
+            break;
+        }
+        round += 1;
+        let preds = gate_preds(b);
+        let mut topo_pos = vec![0u32; b.num_nodes];
+        for (i, &x) in order.iter().enumerate() {
+            topo_pos[x as usize] = i as u32;
+        }
+        let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap
+        {
+            Reach::Chains(ChainReach::build(
+                b.num_nodes,
+                b.num_chains,
+                b.chain_of.clone(),
+                &csr,
+                &order,
+            ))
+        } else {
+            Reach::Search {
+                pos: topo_pos.clone(),
+            }
+        };
+        let ctx = ReachCtx {
+            reach,
+            csr: &csr,
+            preds: &preds,
+            first_gate: b.first_gate,
+        };
+        if !b.chain_keys.is_empty() {
+            // A pair whose one order the known graph already implies needs no constraint.
+            let before = b.constraints.len() as u32;
+            b.pair_chains(|x, y| ctx.implied(x.gate, y.head), Some(&topo_pos));
+            remaining.extend(before..b.constraints.len() as u32);
+        }
+        // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
+        let decisions: Vec<u8> = remaining
+            .par_iter()
+            .map(|&ci| {
+                let c = &b.constraints[ci as usize];
+                if ctx.closes_cycle(b.first_edges(c)) {
+                    1
+                } else if ctx.closes_cycle(b.second_edges(c)) {
+                    2
+                } else {
+                    0
+                }
+            })
+            .collect();
+        drop(ctx);
+        let mut next = Vec::with_capacity(remaining.len());
+        let mut changed = false;
+        for (&ci, &d) in remaining.iter().zip(&decisions) {
+            let c = b.constraints[ci as usize].clone();
+            let add = match d {
+                0 => {
+                    next.push(ci);
+                    continue;
+                }
+                1 => b.second_edges(&c).to_vec(),
+                _ => b.first_edges(&c).to_vec(),
+            };
+            changed = true;
+            // The version order chosen, tail before head, stated as well as the readers' edge,
+            // so a cycle through the versions alone shows as the write cycle it is.
+            let (tail, head) = if d == 1 {
+                (c.b.1, c.a.0)
+            } else {
+                (c.a.1, c.b.0)
+            };
+            let extra = add
+                .iter()
+                .any(|&(u, v, l)| l.kind == EdgeKind::Rw && v == head && u != tail)
+                .then(|| (tail, head, Label::fact(EdgeKind::Ww, c.key)));
+            for (u, v, mut l) in add.into_iter().chain(extra) {
+                l.constraint = ci;
+                b.edges.push((u, v));
+                b.labels.push(l);
+            }
+        }
+        remaining = next;
+        if !changed {
+            break;
+        }
+    }
+    stats.prune_rounds = round;
+    Ok(remaining)
+}
