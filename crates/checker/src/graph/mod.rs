@@ -35,6 +35,7 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
+    /// The edge kind as drawn on a certificate's edge label (wr, ww, rw, so, rt…).
     pub fn short(self) -> &'static str {
         match self {
             EdgeKind::Session => "session",

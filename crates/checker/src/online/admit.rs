@@ -2,7 +2,7 @@
 //! seen (its writer's session may lag), unless it is overdue; a reader comes with the writers
 //! it names, and a session's transactions come in order.
 
-use super::{Online, Writer};
+use super::{Live, Online, Writer, NONE};
 use krait_history::TxnStatus;
 
 impl Online {
@@ -112,5 +112,42 @@ impl Online {
                 };
             }
         }
+    }
+
+    /// Admits `take[s]` transactions from the front of each session's queue, in session
+    /// order. Returns how many, the new slab slots per session, and the fences among them.
+    pub(super) fn admit(&mut self, take: &[usize]) -> (usize, Vec<Vec<u32>>, Vec<u32>) {
+        let mut admitted_fences: Vec<u32> = Vec::new();
+        let mut new_ids: Vec<Vec<u32>> = vec![Vec::new(); self.sessions.len()];
+        let mut new = 0;
+        for si in 0..self.sessions.len() {
+            for _ in 0..take[si] {
+                let q = self.sessions[si].queue.pop_front().unwrap();
+                if q.t.commit != krait_history::NO_TIME {
+                    self.last_admitted_commits.push(q.t.commit);
+                }
+                let fence = self.is_fence_txn(&q.t);
+                let id = self.alloc(Live {
+                    t: q.t,
+                    ghost: Vec::new(),
+                    read_unknown: false,
+                    epoch: NONE,
+                    fence,
+                });
+                let l = self.slab[id as usize].as_ref().unwrap();
+                for &(kind, k, v) in &l.t.ops {
+                    if self.indexed_write(kind, v) {
+                        self.writes.insert((k, v), Writer::Live(id));
+                    }
+                }
+                self.sessions[si].live.push(id);
+                new_ids[si].push(id);
+                if fence {
+                    admitted_fences.push(id);
+                }
+                new += 1;
+            }
+        }
+        (new, new_ids, admitted_fences)
     }
 }

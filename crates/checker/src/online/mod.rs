@@ -82,7 +82,9 @@ enum Writer {
     Queued(u64),
 }
 
+/// The online checker: transactions pushed as they arrive, checked in rounds.
 pub struct Online {
+    /// How it checks and collects (may be changed between rounds).
     pub opts: OnlineOptions,
     keys: Vec<String>,
     key_index: FxHashMap<String, KeyId>,
@@ -105,8 +107,10 @@ pub struct Online {
     provisional: std::collections::HashSet<(KeyId, u64)>,
     verdict: Option<Report>,
     cobra_claims: bool,
-    /// External ids superseded and deleted by the last garbage collection (for tests).
+    /// External ids the last garbage collection found superseded (whether or not it could
+    /// delete them: a cycle the undecided constraints could close keeps them).
     pub last_superseded: Vec<u64>,
+    /// External ids the last garbage collection deleted.
     pub last_deleted: Vec<u64>,
     /// Commit times (ns, as logged) of the transactions the last round admitted, so a caller
     /// can measure how far behind the commits verification runs.
@@ -132,6 +136,7 @@ pub struct Online {
 }
 
 impl Online {
+    /// An online checker with nothing pushed yet.
     pub fn new(opts: OnlineOptions) -> Online {
         Online {
             opts,
@@ -181,10 +186,12 @@ impl Online {
         k
     }
 
+    /// The name of an interned key.
     pub fn key_name(&self, k: KeyId) -> &str {
         &self.keys[k as usize]
     }
 
+    /// Names the key whose read-modify-writes are fences (Cobra's logs name it differently).
     pub fn set_fence_key(&mut self, k: KeyId) {
         self.fence_key = Some(k);
     }
@@ -223,6 +230,8 @@ impl Online {
         self.sessions[s as usize].closed = true;
     }
 
+    /// Queues a transaction; it is admitted by a later round, once the writes its reads name
+    /// have arrived. A duplicate write value or a list after collection began is an error.
     pub fn push(&mut self, t: TxnIn) -> Result<(), OnlineError> {
         self.seq += 1;
         if !t.lists.is_empty() {
@@ -261,14 +270,17 @@ impl Online {
         self.provisional = provisional;
     }
 
+    /// Transactions held (admitted and not deleted).
     pub fn live(&self) -> usize {
         self.live_count
     }
 
+    /// Transactions pushed and not admitted yet.
     pub fn waiting(&self) -> usize {
         self.sessions.iter().map(|s| s.queue.len()).sum()
     }
 
+    /// Transactions deleted by garbage collection so far.
     pub fn deleted_total(&self) -> u64 {
         self.deleted_total
     }
@@ -278,6 +290,7 @@ impl Online {
         self.init_value.len()
     }
 
+    /// Rounds run so far.
     pub fn rounds(&self) -> u64 {
         self.round
     }

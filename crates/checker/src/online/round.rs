@@ -1,13 +1,25 @@
 //! One round: admit, rebuild the history of the live transactions, check it with the facts
 //! carried from deleted ones, and collect garbage after an ACCEPT.
 
-use super::{Live, Online, OnlineError, RoundStats, Writer, NONE};
+use super::{Online, OnlineError, RoundStats, NONE};
 use crate::pipeline::{run, Carried, HUB};
 use crate::{Report, Verdict};
-use krait_history::{HistoryBuilder, OpKind, TxnId, TxnStatus};
+use krait_history::{History, HistoryBuilder, OpKind, TxnId, TxnStatus};
 use std::time::Instant;
 
+/// A round's history and the maps between its transaction ids and slab slots.
+struct RoundHistory {
+    h: History,
+    /// Slab slot per transaction of `h`.
+    txn_slab: Vec<u32>,
+    /// Transaction of `h` per slab slot (NONE: not live).
+    slab_txn: Vec<u32>,
+    /// Unknown outcomes earlier rounds found read.
+    committed_unknown: Vec<TxnId>,
+}
+
 impl Online {
+    /// Admits what may be admitted, checks the round's history, collects garbage on ACCEPT.
     pub(super) fn round_inner(&mut self, force: bool) -> Result<Option<RoundStats>, OnlineError> {
         if self.verdict.is_some() {
             return Ok(None);
@@ -21,89 +33,15 @@ impl Online {
         self.round += 1;
         let take = self.admission(&blocked);
         self.last_admitted_commits.clear();
-        // Admit, in session order.
-        let mut admitted_fences: Vec<u32> = Vec::new();
-        let mut new_ids: Vec<Vec<u32>> = vec![Vec::new(); self.sessions.len()];
-        let mut new = 0;
-        for si in 0..self.sessions.len() {
-            for _ in 0..take[si] {
-                let q = self.sessions[si].queue.pop_front().unwrap();
-                if q.t.commit != krait_history::NO_TIME {
-                    self.last_admitted_commits.push(q.t.commit);
-                }
-                let fence = self.is_fence_txn(&q.t);
-                let id = self.alloc(Live {
-                    t: q.t,
-                    ghost: Vec::new(),
-                    read_unknown: false,
-                    epoch: NONE,
-                    fence,
-                });
-                let l = self.slab[id as usize].as_ref().unwrap();
-                for &(kind, k, v) in &l.t.ops {
-                    if self.indexed_write(kind, v) {
-                        self.writes.insert((k, v), Writer::Live(id));
-                    }
-                }
-                self.sessions[si].live.push(id);
-                new_ids[si].push(id);
-                if fence {
-                    admitted_fences.push(id);
-                }
-                new += 1;
-            }
-        }
+        let (new, new_ids, admitted_fences) = self.admit(&take);
         self.assign_epochs(&admitted_fences, &new_ids);
 
-        // The round's history: live transactions, session by session.
-        let mut b = HistoryBuilder::new().with_keys(self.keys.clone());
-        if self.cobra_claims {
-            b = b.with_cobra_claims();
-        }
-        if let Some(fk) = self.fence_key {
-            b.set_fence_key(fk);
-        }
-        let mut txn_slab: Vec<u32> = Vec::with_capacity(self.live_count);
-        let mut committed_unknown: Vec<TxnId> = Vec::new();
-        let mut slab_txn: Vec<u32> = vec![NONE; self.slab.len()];
-        for s in &self.sessions {
-            b.begin_session(s.name.clone());
-            for &id in &s.live {
-                let l = self.slab[id as usize].as_ref().unwrap();
-                for (i, &(kind, k, v)) in l.t.ops.iter().enumerate() {
-                    if l.ghost.binary_search(&(i as u32)).is_ok() {
-                        continue;
-                    }
-                    if self.indexed_write(kind, v) {
-                        // Duplicates were refused on arrival.
-                        let _ = b.op(kind, k, v);
-                    } else if kind == OpKind::Read
-                        && !self.writes.contains_key(&(k, v))
-                        && self.is_init_value(k, v)
-                    {
-                        b.op_unindexed(OpKind::ReadInit, k, 0);
-                    } else {
-                        b.op_unindexed(kind, k, v);
-                    }
-                    if let Some((_, list)) = l.t.lists.iter().find(|x| x.0 as usize == i) {
-                        b.list(list);
-                    }
-                    if self.cobra_claims {
-                        let (vh, w) = l.t.claims.get(i).copied().unwrap_or((0, 0));
-                        b.cobra_claim(vh, w);
-                    }
-                }
-                let t = b
-                    .finish_txn(l.t.ext, l.t.status, l.t.start, l.t.commit)
-                    .map_err(|_| OnlineError::DuplicateTxn { txn: l.t.ext })?;
-                slab_txn[id as usize] = t;
-                txn_slab.push(id);
-                if l.read_unknown {
-                    committed_unknown.push(t);
-                }
-            }
-        }
-        let h = b.finish();
+        let RoundHistory {
+            h,
+            txn_slab,
+            slab_txn,
+            committed_unknown,
+        } = self.round_history()?;
         if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
             self.verdict = Some(Report {
                 verdict: Verdict::Reject(Box::new(cert)),
@@ -121,24 +59,7 @@ impl Online {
                 ..Default::default()
             }));
         }
-        let carried = Carried {
-            committed_unknown,
-            hubs: self.hubs,
-            edges: self
-                .carried
-                .iter()
-                .map(|&(u, v)| {
-                    let m = |x: u32| {
-                        if x & HUB != 0 {
-                            x
-                        } else {
-                            slab_txn[x as usize]
-                        }
-                    };
-                    (m(u), m(v))
-                })
-                .collect(),
-        };
+        let carried = self.carried_for(&slab_txn, committed_unknown);
         let checked = h.num_txns();
         let t_build = t0.elapsed();
         let (report, fin) =
@@ -189,6 +110,87 @@ impl Online {
         st.hubs = self.hubs;
         st.time = t0.elapsed();
         Ok(Some(st))
+    }
+
+    /// The round's history: live transactions, session by session, reads of deleted writes
+    /// left out and reads of folded versions read as initial.
+    fn round_history(&self) -> Result<RoundHistory, OnlineError> {
+        let mut b = HistoryBuilder::new().with_keys(self.keys.clone());
+        if self.cobra_claims {
+            b = b.with_cobra_claims();
+        }
+        if let Some(fk) = self.fence_key {
+            b.set_fence_key(fk);
+        }
+        let mut txn_slab: Vec<u32> = Vec::with_capacity(self.live_count);
+        let mut committed_unknown: Vec<TxnId> = Vec::new();
+        let mut slab_txn: Vec<u32> = vec![NONE; self.slab.len()];
+        for s in &self.sessions {
+            b.begin_session(s.name.clone());
+            for &id in &s.live {
+                let l = self.slab[id as usize].as_ref().unwrap();
+                for (i, &(kind, k, v)) in l.t.ops.iter().enumerate() {
+                    if l.ghost.binary_search(&(i as u32)).is_ok() {
+                        continue;
+                    }
+                    if self.indexed_write(kind, v) {
+                        // Duplicates were refused on arrival.
+                        let _ = b.op(kind, k, v);
+                    } else if kind == OpKind::Read
+                        && !self.writes.contains_key(&(k, v))
+                        && self.is_init_value(k, v)
+                    {
+                        b.op_unindexed(OpKind::ReadInit, k, 0);
+                    } else {
+                        b.op_unindexed(kind, k, v);
+                    }
+                    if let Some((_, list)) = l.t.lists.iter().find(|x| x.0 as usize == i) {
+                        b.list(list);
+                    }
+                    if self.cobra_claims {
+                        let (vh, w) = l.t.claims.get(i).copied().unwrap_or((0, 0));
+                        b.cobra_claim(vh, w);
+                    }
+                }
+                let t = b
+                    .finish_txn(l.t.ext, l.t.status, l.t.start, l.t.commit)
+                    .map_err(|_| OnlineError::DuplicateTxn { txn: l.t.ext })?;
+                slab_txn[id as usize] = t;
+                txn_slab.push(id);
+                if l.read_unknown {
+                    committed_unknown.push(t);
+                }
+            }
+        }
+        let h = b.finish();
+        Ok(RoundHistory {
+            h,
+            txn_slab,
+            slab_txn,
+            committed_unknown,
+        })
+    }
+
+    /// The carried facts in the round history's transaction ids.
+    fn carried_for(&self, slab_txn: &[u32], committed_unknown: Vec<TxnId>) -> Carried {
+        Carried {
+            committed_unknown,
+            hubs: self.hubs,
+            edges: self
+                .carried
+                .iter()
+                .map(|&(u, v)| {
+                    let m = |x: u32| {
+                        if x & HUB != 0 {
+                            x
+                        } else {
+                            slab_txn[x as usize]
+                        }
+                    };
+                    (m(u), m(v))
+                })
+                .collect(),
+        }
     }
 
     /// A newly admitted read of a write that an earlier round deleted.

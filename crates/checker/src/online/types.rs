@@ -8,11 +8,17 @@ use std::time::Duration;
 /// A transaction as it arrives.
 #[derive(Clone, Debug)]
 pub struct TxnIn {
+    /// Its session, as [`super::Online::session`] numbered it.
     pub session: u32,
+    /// Its id in the history (unique).
     pub ext: u64,
+    /// Committed, aborted, or unknown (the client never learnt).
     pub status: TxnStatus,
+    /// Start time in ns (`krait_history::NO_TIME` when not recorded).
     pub start: u64,
+    /// Commit (or end) time in ns (`krait_history::NO_TIME` when not recorded).
     pub commit: u64,
+    /// (kind, key, value) per operation, in program order.
     pub ops: Vec<(OpKind, KeyId, u64)>,
     /// (op index, list) of list-append reads: the op reads the list's last element.
     pub lists: Vec<(u32, Vec<u64>)>,
@@ -36,8 +42,10 @@ impl TxnIn {
     }
 }
 
+/// How the online checker checks and collects.
 #[derive(Clone, Debug)]
 pub struct OnlineOptions {
+    /// The switches of each round's check.
     pub check: Options,
     /// Garbage collection (off: every transaction stays, each round re-checks everything).
     pub gc: bool,
@@ -80,6 +88,7 @@ impl Default for OnlineOptions {
 /// What one round did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RoundStats {
+    /// The round's number, from 1.
     pub round: u64,
     /// Transactions admitted this round.
     pub new: usize,
@@ -89,20 +98,29 @@ pub struct RoundStats {
     pub checked: usize,
     /// Transactions held after this round's garbage collection.
     pub live: usize,
+    /// Transactions this round's garbage collection deleted.
     pub deleted: usize,
+    /// Transactions deleted so far.
     pub deleted_total: u64,
+    /// Constraints of this round's check, before pruning.
     pub constraints: usize,
+    /// Constraints of this round's check left to the solver.
     pub constraints_after_prune: usize,
+    /// Edges carried into the next round from deleted transactions.
     pub carried_edges: usize,
+    /// Hub nodes among them.
     pub hubs: u32,
     /// Keys whose initial version now stands for a deleted frontier writer's value.
     pub folded_keys: usize,
+    /// The least epoch every session still sending has reached.
     pub epoch_agree: u32,
     /// Whole round; of it, the check of the round's graph, and garbage collection.
     #[serde(serialize_with = "ser_ms")]
     pub time: Duration,
+    /// The check of the round's graph.
     #[serde(serialize_with = "ser_ms")]
     pub check_time: Duration,
+    /// Garbage collection.
     #[serde(serialize_with = "ser_ms")]
     pub gc_time: Duration,
 }
@@ -112,34 +130,37 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Errors about the input stream, not the verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OnlineError {
-    DuplicateWrite { txn: u64, key: String, value: u64 },
-    DuplicateTxn { txn: u64 },
-    LateSession { name: String },
-    ListsAfterGc { txn: u64 },
-    Check(crate::CheckError),
+    /// Written values must be unique per key.
+    #[error("transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote (written values must be unique per key)")]
+    DuplicateWrite {
+        /// The second writer.
+        txn: u64,
+        /// The key.
+        key: String,
+        /// The value written twice.
+        value: u64,
+    },
+    /// Transaction ids must be unique.
+    #[error("transaction id {txn} is used twice")]
+    DuplicateTxn {
+        /// The id.
+        txn: u64,
+    },
+    /// A session that appears after garbage collection began.
+    #[error("session {name} appeared after transactions were garbage-collected; the epoch guarantee needs every session from the start (start watching before the clients, or use --no-gc)")]
+    LateSession {
+        /// The session's name.
+        name: String,
+    },
+    /// A list-append read after garbage collection began.
+    #[error("transaction {txn} has a list-append read, but transactions were already garbage-collected and a list needs its key's whole version order (check with --no-gc)")]
+    ListsAfterGc {
+        /// The reader.
+        txn: u64,
+    },
+    /// The round's check refused its input.
+    #[error(transparent)]
+    Check(#[from] crate::CheckError),
 }
-
-impl std::fmt::Display for OnlineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OnlineError::DuplicateWrite { txn, key, value } => write!(
-                f,
-                "transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote (written values must be unique per key)"
-            ),
-            OnlineError::DuplicateTxn { txn } => write!(f, "transaction id {txn} is used twice"),
-            OnlineError::LateSession { name } => write!(
-                f,
-                "session {name} appeared after transactions were garbage-collected; the epoch guarantee needs every session from the start (start watching before the clients, or use --no-gc)"
-            ),
-            OnlineError::ListsAfterGc { txn } => write!(
-                f,
-                "transaction {txn} has a list-append read, but transactions were already garbage-collected and a list needs its key's whole version order (check with --no-gc)"
-            ),
-            OnlineError::Check(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for OnlineError {}
