@@ -30,14 +30,34 @@ pub(crate) enum Finding {
     IntermediateRead { op: u32 },
     /// Transaction `txn` read `key` twice and saw the versions written at ops `first` and
     /// `second` (or `FROM_INIT`).
-    NonRepeatable { txn: TxnId, key: u32, first: u32, second: u32 },
+    NonRepeatable {
+        txn: TxnId,
+        key: u32,
+        first: u32,
+        second: u32,
+    },
     /// `t1` and `t2` both read `from`'s version of `key` (None: the initial one) and both
     /// overwrote it.
-    LostUpdate { key: u32, from: Option<TxnId>, t1: TxnId, t2: TxnId },
+    LostUpdate {
+        key: u32,
+        from: Option<TxnId>,
+        t1: TxnId,
+        t2: TxnId,
+    },
     /// `txn`'s write of `key` is said to directly follow two different versions.
-    TwoPredecessors { key: u32, txn: TxnId, a: Option<TxnId>, b: Option<TxnId> },
+    TwoPredecessors {
+        key: u32,
+        txn: TxnId,
+        a: Option<TxnId>,
+        b: Option<TxnId>,
+    },
     /// Two writes of `key` are each said to directly follow `from`'s version.
-    TwoSuccessors { key: u32, from: Option<TxnId>, t1: TxnId, t2: TxnId },
+    TwoSuccessors {
+        key: u32,
+        from: Option<TxnId>,
+        t1: TxnId,
+        t2: TxnId,
+    },
     /// List read `op` holds `value` twice.
     DuplicateElement { op: u32, value: u64 },
     /// List read `op` holds `value`, which nobody appended.

@@ -79,7 +79,6 @@ pub(crate) fn simple(
     }
 }
 
-
 /// Classifies a cycle by its edge kinds (Adya): session edges do not count; a cycle that needs a
 /// real-time edge is the real-time variant (a violation of strict serializability only).
 pub fn classify(cycle: &[CertEdge]) -> Anomaly {

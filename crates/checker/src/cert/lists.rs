@@ -36,7 +36,13 @@ impl Certificate {
     }
 
     /// `w` is an append the list shows at the wrong place (`what` says how).
-    pub(super) fn list_skips(h: &History, r: &Resolution, op: u32, w: u32, what: &str) -> Certificate {
+    pub(super) fn list_skips(
+        h: &History,
+        r: &Resolution,
+        op: u32,
+        w: u32,
+        what: &str,
+    ) -> Certificate {
         let e = Element::of(h, r, op, w);
         let summary = format!(
             "{} read {} as a list in which {} {what}: {} appended to {} in another order or more than that",

@@ -78,7 +78,12 @@ pub(crate) fn stale_read(
 }
 
 impl Certificate {
-    pub(super) fn read_problem(h: &History, r: &Resolution, o: u32, p: &ReadProblem) -> Certificate {
+    pub(super) fn read_problem(
+        h: &History,
+        r: &Resolution,
+        o: u32,
+        p: &ReadProblem,
+    ) -> Certificate {
         let t = r.op_txn[o as usize];
         let k = key_name(h, h.op_key[o as usize]);
         let summary = match p {

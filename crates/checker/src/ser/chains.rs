@@ -4,6 +4,7 @@
 
 use crate::graph::{Built, ChainRec, Constraint, EdgeKind, Label, Node, INIT};
 use crate::Options;
+use rayon::prelude::*;
 
 /// Slices of a sorted list that share a key.
 fn key_groups<T>(v: &[T], key: impl Fn(&T) -> u32) -> impl Iterator<Item = (u32, &[T])> {
@@ -251,5 +252,88 @@ fn explicit_constraints<'a>(
                 }
             }
         }
+    }
+}
+
+impl Built {
+    /// Forms one constraint per pair of chains of a key, leaving out pairs one of whose orders
+    /// the known graph already implies (`before(a, b)`: a's gate reaches b's head), which add
+    /// nothing. With the known graph's topological positions (`pos`), a key's chains are taken
+    /// in order of their heads: only an earlier chain can come before a later one, and once a
+    /// chain is known to precede a later chain that precedes everything after it, it precedes
+    /// all of those too (head ⇝ tail ⇝ gate), so a key whose chains the graph already orders
+    /// costs a linear scan, not every pair.
+    pub fn pair_chains(
+        &mut self,
+        before: impl Fn(&ChainRec, &ChainRec) -> bool + Sync,
+        pos: Option<&[u32]>,
+    ) {
+        let recs = &self.chain_recs;
+        let pairs: Vec<Vec<(u32, u32)>> = self
+            .chain_keys
+            .par_iter()
+            .map(|&(_, a, b)| {
+                let mut out = Vec::new();
+                let Some(pos) = pos else {
+                    for i in a..b {
+                        for j in i + 1..b {
+                            out.push((i, j));
+                        }
+                    }
+                    return out;
+                };
+                let mut idx: Vec<u32> = (a..b).collect();
+                idx.sort_unstable_by_key(|&i| pos[recs[i as usize].head as usize]);
+                let n = idx.len();
+                // all_after[x]: the chain at x precedes every chain after it in this order.
+                let mut all_after = vec![false; n];
+                for x in (0..n).rev() {
+                    let ci = &recs[idx[x] as usize];
+                    let mut all = true;
+                    for y in x + 1..n {
+                        let cj = &recs[idx[y] as usize];
+                        if before(ci, cj) {
+                            if all_after[y] {
+                                break;
+                            }
+                        } else if !before(cj, ci) {
+                            let (i, j) = (idx[x].min(idx[y]), idx[x].max(idx[y]));
+                            out.push((i, j));
+                            all = false;
+                        }
+                    }
+                    all_after[x] = all;
+                }
+                out.sort_unstable();
+                out
+            })
+            .collect();
+        for (&(k, _, _), ps) in self.chain_keys.iter().zip(pairs) {
+            for (i, j) in ps {
+                let (ci, cj) = (self.chain_recs[i as usize], self.chain_recs[j as usize]);
+                let s = self.cedges.len() as u32;
+                self.cedges
+                    .push((ci.gate, cj.head, Label::fact(ci.gate_kind, k)));
+                self.cedges
+                    .push((cj.gate, ci.head, Label::fact(cj.gate_kind, k)));
+                self.constraints.push(Constraint {
+                    key: k,
+                    a: (ci.head, ci.tail),
+                    b: (cj.head, cj.tail),
+                    first: (s, s + 1),
+                    second: (s + 1, s + 2),
+                });
+            }
+        }
+        self.chain_keys.clear();
+        self.chain_recs = Vec::new();
+    }
+
+    /// How many pairs [`Self::pair_chains`] would consider.
+    pub fn chain_pairs(&self) -> usize {
+        self.chain_keys
+            .iter()
+            .map(|&(_, a, b)| ((b - a) as usize * (b - a - 1) as usize) / 2)
+            .sum()
     }
 }

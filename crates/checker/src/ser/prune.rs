@@ -1,13 +1,19 @@
 //! Pruning (§3.3): decide each constraint one of whose options would close a cycle with the
 //! known graph, add the other option as known edges, until nothing changes.
 
-use crate::graph::{self, gate_preds, Built, ChainReach, Csr, EdgeKind, Label, Node, Reach, ReachCtx};
+use crate::graph::{
+    self, gate_preds, Built, ChainReach, Csr, EdgeKind, Label, Node, Reach, ReachCtx,
+};
 use crate::{CheckStats, Options};
 use rayon::prelude::*;
 
 /// Decides constraints whose one side would close a cycle, adding the other side as known
 /// edges, until nothing changes. Returns the undecided constraints, or the nodes of a cycle.
-pub(super) fn prune(b: &mut Built, opts: &Options, stats: &mut CheckStats) -> Result<Vec<u32>, Vec<Node>> {
+pub(super) fn prune(
+    b: &mut Built,
+    opts: &Options,
+    stats: &mut CheckStats,
+) -> Result<Vec<u32>, Vec<Node>> {
     let mut remaining: Vec<u32> = (0..b.constraints.len() as u32).collect();
     let mut round = 0;
     loop {

@@ -31,7 +31,12 @@ pub(super) enum Solved {
     Unknown(String),
 }
 
-pub(super) fn solve(b: &Built, remaining: &[u32], opts: &Options, stats: &mut CheckStats) -> Solved {
+pub(super) fn solve(
+    b: &Built,
+    remaining: &[u32],
+    opts: &Options,
+    stats: &mut CheckStats,
+) -> Solved {
     if remaining.is_empty() {
         return Solved::Sat(Vec::new());
     }
