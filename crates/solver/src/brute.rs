@@ -2,6 +2,7 @@
 
 use crate::{topo_order, Engine, Lit, Outcome, Problem, StopReason, Var};
 
+/// Every assignment in turn, checking acyclicity of each: exponential, the oracle for tests.
 pub struct BruteForce {
     /// Refuse (answer Unknown) above this many variables.
     pub max_vars: u32,

@@ -6,6 +6,7 @@ use crate::heap::VarHeap;
 use crate::theory::{Acyclic, AddResult, KNOWN};
 use crate::{Budget, Engine, Lit, Node, Outcome, Problem, Stats, Var};
 
+/// Switches of the CDCL engine; each can be turned off for ablation, the answer stays exact.
 #[derive(Clone, Debug)]
 pub struct CdclOptions {
     /// Choose a decision's polarity so that its edges agree with the current topological order
@@ -44,12 +45,14 @@ struct Clause {
     deleted: bool,
 }
 
+/// Conflict-driven clause learning modulo acyclicity.
 pub struct Cdcl {
     opts: CdclOptions,
     stats: Stats,
 }
 
 impl Cdcl {
+    /// An engine with these switches.
     pub fn new(opts: CdclOptions) -> Self {
         Cdcl {
             opts,

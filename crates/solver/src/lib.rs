@@ -11,6 +11,8 @@
 //! which enumerates assignments and serves as the oracle in tests. Nothing here knows about
 //! histories.
 
+#![warn(missing_docs)]
+
 mod brute;
 mod cdcl;
 mod heap;
@@ -23,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A graph node, numbered from 0.
 pub type Node = u32;
 
 /// A variable, numbered from 0.
@@ -34,12 +37,15 @@ pub struct Var(pub u32);
 pub struct Lit(u32);
 
 impl Lit {
+    /// The literal that is true when `v` is.
     pub fn pos(v: Var) -> Lit {
         Lit(v.0 << 1)
     }
+    /// The literal that is true when `v` is false.
     pub fn neg(v: Var) -> Lit {
         Lit((v.0 << 1) | 1)
     }
+    /// `v` or its negation.
     pub fn new(v: Var, positive: bool) -> Lit {
         if positive {
             Lit::pos(v)
@@ -47,15 +53,19 @@ impl Lit {
             Lit::neg(v)
         }
     }
+    /// Its variable.
     pub fn var(self) -> Var {
         Var(self.0 >> 1)
     }
+    /// Whether it is the variable itself (not its negation).
     pub fn is_pos(self) -> bool {
         self.0 & 1 == 0
     }
+    /// A dense index: 2·var + (negated).
     pub fn index(self) -> usize {
         self.0 as usize
     }
+    /// The literal with this dense index.
     pub fn from_index(i: usize) -> Lit {
         Lit(i as u32)
     }
@@ -71,22 +81,27 @@ impl std::ops::Not for Lit {
 /// An instance. Nodes are `0..num_nodes`.
 #[derive(Clone, Debug, Default)]
 pub struct Problem {
+    /// Graph nodes, numbered from 0.
     pub num_nodes: u32,
+    /// Boolean variables, numbered from 0.
     pub num_vars: u32,
     /// Edges present in every solution.
     pub known_edges: Vec<(Node, Node)>,
     /// `(l, u, v)`: the edge u→v is present when `l` is true.
     pub lit_edges: Vec<(Lit, Node, Node)>,
+    /// Clauses over the variables, each a disjunction of literals.
     pub clauses: Vec<Vec<Lit>>,
 }
 
 impl Problem {
+    /// A problem over `num_nodes` nodes with no variables yet.
     pub fn new(num_nodes: u32) -> Self {
         Problem {
             num_nodes,
             ..Default::default()
         }
     }
+    /// A fresh variable.
     pub fn new_var(&mut self) -> Var {
         self.num_vars += 1;
         Var(self.num_vars - 1)
@@ -169,44 +184,59 @@ pub fn topo_order(n: u32, edges: impl Iterator<Item = (Node, Node)>) -> Option<V
     (order.len() == n).then_some(order)
 }
 
+/// What an engine answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
+    /// Satisfiable: a model, and the graph it selects is acyclic.
     Sat {
+        /// The value of each variable.
         model: Vec<bool>,
         /// Every node, in an order consistent with all present edges.
         order: Vec<Node>,
     },
+    /// Unsatisfiable.
     Unsat {
         /// Variables whose edges (with the known edges) already make the problem UNSAT. Empty
         /// when the known edges alone have a cycle.
         core: Vec<Var>,
     },
+    /// The budget ran out.
     Unknown(StopReason),
 }
 
+/// Which limit stopped a solve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
+    /// Too many conflicts.
     Conflicts,
+    /// Past the deadline.
     Time,
+    /// Another thread raised the interrupt flag.
     Interrupted,
 }
 
 /// Limits on one solve. Cloning shares the interrupt flag.
 #[derive(Clone, Debug, Default)]
 pub struct Budget {
+    /// Stop after this many conflicts.
     pub max_conflicts: Option<u64>,
+    /// Stop at this instant.
     pub deadline: Option<Instant>,
+    /// Stop when another thread sets this flag.
     pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl Budget {
+    /// No limit.
     pub fn unlimited() -> Self {
         Budget::default()
     }
+    /// Stop `d` from now.
     pub fn with_timeout(mut self, d: Duration) -> Self {
         self.deadline = Some(Instant::now() + d);
         self
     }
+    /// Stop after `n` conflicts.
     pub fn with_conflicts(mut self, n: u64) -> Self {
         self.max_conflicts = Some(n);
         self
@@ -235,21 +265,34 @@ impl Budget {
     }
 }
 
+/// What an engine did, for tuning and reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Branching decisions.
     pub decisions: u64,
+    /// Conflicts (each learns a clause).
     pub conflicts: u64,
+    /// Literals propagated by clauses.
     pub propagations: u64,
+    /// Literals propagated by the acyclicity theory.
     pub theory_propagations: u64,
+    /// Conflicts the acyclicity theory found (cycles).
     pub theory_conflicts: u64,
+    /// Topological-order repairs.
     pub reorders: u64,
+    /// Restarts.
     pub restarts: u64,
+    /// Clauses learnt.
     pub learnt_clauses: u64,
 }
 
+/// A decision procedure for [`Problem`]s.
 pub trait Engine {
+    /// Its name, for tables.
     fn name(&self) -> &'static str;
+    /// Decides `p` within `budget`.
     fn solve(&mut self, p: &Problem, budget: &Budget) -> Outcome;
+    /// What the last solve did.
     fn stats(&self) -> Stats {
         Stats::default()
     }

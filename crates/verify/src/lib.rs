@@ -12,6 +12,8 @@
 //!   is found among the transactions the certificate names.
 //! - ACCEPT with a serial order: the order is replayed read by read.
 
+#![warn(missing_docs)]
+
 mod facts;
 mod reasons;
 mod replay;
