@@ -23,7 +23,7 @@ pub(crate) fn lists(
     edges: &mut Vec<(Node, Node)>,
     labels: &mut Vec<Label>,
 ) -> Result<(), Box<Certificate>> {
-    let mut seen: krait_history::fxhash::FxHashSet<u64> = Default::default();
+    let mut seen: krait_history::FxHashSet<u64> = Default::default();
     for &(op, _, _) in &h.list_reads {
         let reader = r.op_txn[op as usize];
         if !inc[reader as usize] {

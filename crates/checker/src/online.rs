@@ -29,8 +29,8 @@
 
 use crate::graph::{self, Csr, EdgeKind, Node};
 use crate::{run, Carried, Final, Options, Report, Verdict, HUB};
-use krait_history::cobra::DELETE_WRITE_ID;
-use krait_history::{fxhash::FxHashMap, HistoryBuilder, KeyId, OpKind, TxnId, TxnStatus};
+use krait_history::DELETE_WRITE_ID;
+use krait_history::{FxHashMap, HistoryBuilder, KeyId, OpKind, TxnId, TxnStatus};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -764,8 +764,7 @@ impl Online {
         let mut fences_all: Vec<u32> = self.pending_fences.iter().map(|p| p.0).collect();
         fences_all.extend_from_slice(fences);
         let fences = &fences_all[..];
-        let mut unresolved: krait_history::fxhash::FxHashSet<u32> =
-            fences.iter().copied().collect();
+        let mut unresolved: krait_history::FxHashSet<u32> = fences.iter().copied().collect();
         for &start in fences {
             if !unresolved.remove(&start) {
                 continue;
@@ -904,7 +903,7 @@ impl Online {
         }
         // Old writes, and per key the old writer last in topological order: nothing old can
         // follow it, so it is in the frontier without a search.
-        let mut old_writes: krait_history::fxhash::FxHashSet<(KeyId, Node)> = Default::default();
+        let mut old_writes: krait_history::FxHashSet<(KeyId, Node)> = Default::default();
         let mut last_writer: FxHashMap<KeyId, Node> = FxHashMap::default();
         let mut writers_of: FxHashMap<KeyId, Vec<Node>> = FxHashMap::default();
         let mut young_writers: FxHashMap<KeyId, Vec<Node>> = FxHashMap::default();
@@ -1035,7 +1034,7 @@ impl Online {
         // delete the transaction.
         let mut folds: Vec<(KeyId, u64, u64)> = Vec::new();
         if let (true, Some(cr)) = (self.opts.fold, &reach) {
-            let unknown_writes: krait_history::fxhash::FxHashSet<KeyId> = txn_slab
+            let unknown_writes: krait_history::FxHashSet<KeyId> = txn_slab
                 .iter()
                 .enumerate()
                 .filter(|&(t, _)| b.txn_node[t] == NONE)
@@ -1093,7 +1092,7 @@ impl Online {
                 }
             }
         }
-        let folded: krait_history::fxhash::FxHashSet<(KeyId, u64)> =
+        let folded: krait_history::FxHashSet<(KeyId, u64)> =
             folds.iter().map(|&(k, v, _)| (k, v)).collect();
         let mut gone: Vec<u32> = Vec::new();
         for x in 0..n {

@@ -51,5 +51,7 @@ impl Hasher for FxHasher {
 }
 
 pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
+/// A `HashMap` with [`FxHasher`].
 pub type FxHashMap<K, V> = HashMap<K, V, FxBuildHasher>;
+/// A `HashSet` with [`FxHasher`].
 pub type FxHashSet<K> = HashSet<K, FxBuildHasher>;

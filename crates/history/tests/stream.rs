@@ -1,8 +1,7 @@
 //! Following logs that are still being written: records cut anywhere, errors with file and
 //! line or offset.
 
-use krait_history::stream::{Follower, Keys, StreamFormat};
-use krait_history::{KeyId, OpKind, SimpleTxn, TxnStatus};
+use krait_history::{Follower, KeyId, Keys, OpKind, SimpleTxn, StreamFormat, TxnStatus};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -135,7 +134,7 @@ fn cobra_logs_fed_a_byte_at_a_time() {
     ];
     let h = krait_history::build_history(&txns).unwrap();
     let src = tmp("cobra-src");
-    krait_history::cobra::write_dir(&h, &src, false).unwrap();
+    krait_history::write_cobra_dir(&h, &src, false).unwrap();
     let dst = tmp("cobra-dst");
     std::fs::create_dir_all(&dst).unwrap();
     let mut files = Vec::new();
