@@ -325,7 +325,7 @@ fn cobra_take(
     let mut ops: Vec<(OpKind, KeyId, u64)> = Vec::new();
     let mut claims: Vec<(u64, u64)> = Vec::new();
     // A record cut short ends the loop like the end of the bytes: the rest comes with more.
-    while let Some(rec) = d.next()? {
+    while let Some(rec) = d.next_record()? {
         match rec {
             Record::Start => {
                 ops.clear();

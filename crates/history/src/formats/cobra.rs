@@ -123,7 +123,7 @@ pub(crate) enum Record {
 }
 
 /// Reads the records of (part of) one log. Errors name the file and the record's byte offset;
-/// a record the bytes end inside of ends decoding without an error ([`Decoder::cut`]).
+/// a record the bytes end inside of ends decoding without an error ([`Self::cut`]).
 pub(crate) struct Decoder<'a> {
     bytes: &'a [u8],
     path: &'a Path,
@@ -167,8 +167,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next record; `None` at the end of the bytes or at a record they end inside of.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Record>, InputError> {
+    pub fn next_record(&mut self) -> Result<Option<Record>, InputError> {
         let (b, i) = (self.bytes, self.pos);
         if i >= b.len() || self.cut.is_some() {
             return Ok(None);
@@ -197,9 +196,11 @@ impl<'a> Decoder<'a> {
         }
         let time = |b: &[u8]| if self.ts { be(b, i + 9) } else { NO_TIME };
         let rec = match (op, self.open) {
-            (b'S', Some((t, _, s_at))) => return Err(err(format!(
+            (b'S', Some((t, _, s_at))) => {
+                return Err(err(format!(
                 "transaction {t} (started at byte offset {s_at}) has no commit before this start"
-            ))),
+            )))
+            }
             (b'S', None) => {
                 self.open = Some((be(b, i + 1), time(b), at));
                 Record::Start
@@ -328,7 +329,7 @@ fn read_session(
 ) -> Result<(), InputError> {
     let err = |at: u64, msg: String| InputError::new(path, Location::Offset(at), msg);
     let mut d = Decoder::new(bytes, path, 0, ts);
-    while let Some(rec) = d.next()? {
+    while let Some(rec) = d.next_record()? {
         match rec {
             Record::Start => {}
             Record::Op(op) => {
