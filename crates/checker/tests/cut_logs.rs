@@ -3,8 +3,8 @@
 //! correct run into a REJECT — the outcome given to a cut last line is the one its bytes prove.
 
 use krait_checker::{check, Options, Verdict};
-use krait_history::stream::{Follower, Keys};
-use krait_history::{jsonl, History, KeyId, OpKind, TxnStatus};
+use krait_history::{read_jsonl_dir, History, KeyId, OpKind, TxnStatus};
+use krait_history::{Follower, Keys};
 use std::path::Path;
 
 /// Session c0 as the collector writes it: T1 writes x = 5, then T2 reads x = 5 and writes
@@ -98,7 +98,7 @@ fn every_cut_of_the_last_line_reads_the_same_and_never_false_alarms() {
     for cut in line2 + 1..=C0.len() {
         let text = &C0[..cut];
         std::fs::write(dir.join("c0.jsonl"), text).unwrap();
-        let batch = jsonl::read_dir(&dir).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+        let batch = read_jsonl_dir(&dir).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         let b = from_history(&batch.history);
         assert_eq!(b, followed(&dir), "cut at byte {cut}: {text:?}");
         let t2 = b.iter().find(|t| t.0 == "c0" && t.1 == 2);
@@ -133,7 +133,7 @@ fn every_cut_of_the_last_line_reads_the_same_and_never_false_alarms() {
     assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
     // A complete last line without its newline is complete, in both readers.
     std::fs::write(dir.join("c0.jsonl"), C0.trim_end()).unwrap();
-    let batch = jsonl::read_dir(&dir).unwrap();
+    let batch = read_jsonl_dir(&dir).unwrap();
     assert!(batch.warnings.is_empty());
     assert_eq!(from_history(&batch.history), followed(&dir));
     let _ = std::fs::remove_dir_all(&dir);
@@ -189,7 +189,7 @@ fn batch_and_follow_agree_on_every_prefix() {
         let text = collector_text(&h);
         for cut in 0..=text.len() {
             std::fs::write(dir.join("c.jsonl"), &text[..cut]).unwrap();
-            let batch = match jsonl::read_dir(&dir) {
+            let batch = match read_jsonl_dir(&dir) {
                 Ok(l) => from_history(&l.history),
                 // An empty file is no history; the follower then has nothing either.
                 Err(_) if text[..cut].trim().is_empty() => Txns::new(),

@@ -543,8 +543,8 @@ fn list_append_in_rounds_and_after_a_native_round_trip() {
         let label = serializable(&txns, nkeys);
         let h = build_history(&to_simple(&txns)).unwrap();
         let mut text = Vec::new();
-        krait_history::jsonl::write(&h, &mut text).unwrap();
-        let back = krait_history::jsonl::read(&text[..], std::path::Path::new("h.jsonl"))
+        krait_history::write_jsonl(&h, &mut text).unwrap();
+        let back = krait_history::read_jsonl(&text[..], std::path::Path::new("h.jsonl"))
             .unwrap()
             .history;
         let after = check(&back, &Options::default()).unwrap().verdict;

@@ -194,8 +194,8 @@ fn cobra_round_trips_keep_accepts() {
             continue;
         }
         let _ = std::fs::remove_dir_all(&dir);
-        krait_history::cobra::write_dir(&h, &dir, false).unwrap();
-        let back = krait_history::cobra::read_dir(&dir, Default::default())
+        krait_history::write_cobra_dir(&h, &dir, false).unwrap();
+        let back = krait_history::read_cobra_dir(&dir, Default::default())
             .unwrap()
             .history;
         let v = check(&back, &Options::default()).unwrap().verdict;

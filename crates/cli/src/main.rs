@@ -285,7 +285,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let fmt_ts = h.has_timestamps();
             match g.format {
                 Some(Format::Cobra) => {
-                    krait_history::cobra::write_dir(&h, &g.out, fmt_ts)?;
+                    krait_history::write_cobra_dir(&h, &g.out, fmt_ts)?;
                 }
                 Some(Format::Jsonl) | None => save(&h, &g.out, fmt_ts)?,
                 Some(f) => anyhow::bail!(
@@ -399,10 +399,10 @@ fn save(h: &krait_history::History, out: &Path, timestamps: bool) -> anyhow::Res
         );
     }
     if out.extension().is_some_and(|e| e == "jsonl" || e == "json") {
-        krait_history::jsonl::write_file(h, out)
+        krait_history::write_jsonl_file(h, out)
             .with_context(|| format!("writing {}", out.display()))?;
     } else {
-        let (skipped, own) = krait_history::cobra::write_dir(h, out, timestamps)
+        let (skipped, own) = krait_history::write_cobra_dir(h, out, timestamps)
             .with_context(|| format!("writing {}", out.display()))?;
         if skipped > 0 {
             eprintln!("warning: {skipped} transactions that did not commit (or whose unknown outcome nobody read) were left out (Cobra logs hold committed ones only)");

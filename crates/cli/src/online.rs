@@ -5,7 +5,7 @@ use crate::{options_of, CheckArgs};
 use clap::Args;
 use krait_checker::online::{Online, OnlineOptions, RoundStats, TxnIn};
 use krait_checker::{Report, Verdict};
-use krait_history::stream::{Follower, Keys, StreamFormat};
+use krait_history::{Follower, Keys, StreamFormat};
 use krait_history::{Format, KeyId};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -75,7 +75,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Earlier logs in --out are the user's: refused here, as a usage error (exit 2), unless
     // --force; the collector checks again under its lock.
     if !a.no_record && !a.force {
-        let old = krait_history::jsonl::dir_files(&a.out)
+        let old = krait_history::jsonl_dir_files(&a.out)
             .map(|f| f.len())
             .unwrap_or(0);
         anyhow::ensure!(

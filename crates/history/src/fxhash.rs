@@ -51,5 +51,7 @@ impl Hasher for FxHasher {
 }
 
 pub type FxBuildHasher = BuildHasherDefault<FxHasher>;
+/// A `HashMap` with rustc's Fx hash: fast, not cryptographic, for integer keys.
 pub type FxHashMap<K, V> = HashMap<K, V, FxBuildHasher>;
+/// A `HashSet` with rustc's Fx hash.
 pub type FxHashSet<K> = HashSet<K, FxBuildHasher>;

@@ -92,6 +92,6 @@ mod tests {
             .encode_utf16()
             .flat_map(|u| u.to_le_bytes())
             .collect();
-        assert_eq!(xxh64(&b, 0), crate::cobra::FENCE_KEY_HASH);
+        assert_eq!(xxh64(&b, 0), crate::model::FENCE_KEY_HASH);
     }
 }

@@ -1,9 +1,10 @@
 //! Readers on hand-made bytes: every construct, every malformed case with its exact error, and
 //! round trips through both writers.
 
-use krait_history::cobra::{self, CobraOptions, FENCE_KEY_HASH, INIT_WRITE_ID, NULL_WRITE_ID};
 use krait_history::{
-    jsonl, resolve, InputError, Location, OpKind, TxnStatus, FROM_INIT, FROM_NOBODY,
+    read_cobra_dir, read_cobra_log, read_jsonl, read_jsonl_file, resolve, write_cobra_dir,
+    write_jsonl, write_jsonl_file, CobraOptions, InputError, Location, OpKind, TxnStatus,
+    FENCE_KEY_HASH, FROM_INIT, FROM_NOBODY, INIT_WRITE_ID, NULL_WRITE_ID,
 };
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ fn write_dir(name: &str, sessions: &[Log]) -> PathBuf {
 
 fn load_err(name: &str, sessions: &[Log]) -> InputError {
     let d = write_dir(name, sessions);
-    match cobra::read_dir(&d, CobraOptions::default()) {
+    match read_cobra_dir(&d, CobraOptions::default()) {
         Ok(_) => panic!("{name}: expected an error"),
         Err(e) => e,
     }
@@ -81,7 +82,7 @@ fn cobra_every_construct() {
                 .c(4),
         ],
     );
-    let l = cobra::read_dir(&d, CobraOptions::default()).unwrap();
+    let l = read_cobra_dir(&d, CobraOptions::default()).unwrap();
     let h = &l.history;
     assert!(l.warnings.is_empty());
     assert_eq!(h.num_sessions(), 2);
@@ -123,9 +124,7 @@ fn cobra_claims_are_checked() {
             Log::new().s(2).r(9, 0x100, 7, 70).r(1, 0x100, 7, 71).c(2),
         ],
     );
-    let h = cobra::read_dir(&d, CobraOptions::default())
-        .unwrap()
-        .history;
+    let h = read_cobra_dir(&d, CobraOptions::default()).unwrap().history;
     let r = resolve(&h);
     assert_eq!(
         r.problems,
@@ -153,7 +152,7 @@ fn cobra_truncated_last_transaction_is_a_warning() {
     let mut log = Log::new().s(1).w(0x100, 7, 70).c(1).s(2).w(0x101, 7, 71);
     log.0.extend_from_slice(&[b'C', 0, 0]);
     let d = write_dir("truncated", &[log]);
-    let l = cobra::read_dir(&d, CobraOptions::default()).unwrap();
+    let l = read_cobra_dir(&d, CobraOptions::default()).unwrap();
     assert_eq!(l.history.num_txns(), 1);
     assert_eq!(l.history.num_ops(), 1);
     assert_eq!(l.warnings.len(), 1);
@@ -167,7 +166,7 @@ fn cobra_truncated_last_transaction_is_a_warning() {
         "unfinished",
         &[Log::new().s(1).w(0x100, 7, 70).c(1).s(2).w(0x101, 7, 71)],
     );
-    let l = cobra::read_dir(&d, CobraOptions::default()).unwrap();
+    let l = read_cobra_dir(&d, CobraOptions::default()).unwrap();
     assert_eq!(l.history.num_txns(), 1);
     assert_eq!(
         l.warnings[0].message,
@@ -242,7 +241,7 @@ fn cobra_malformed() {
     );
 
     let d = tmpdir("empty-dir");
-    let e = cobra::read_dir(&d, CobraOptions::default()).err().unwrap();
+    let e = read_cobra_dir(&d, CobraOptions::default()).err().unwrap();
     assert_eq!(e.message, "no T<n>.log session files in this directory");
 }
 
@@ -260,11 +259,9 @@ fn cobra_timestamped_variant() {
         }
     }
     let d = write_dir("ts", &[Log(log)]);
-    let h = cobra::read_dir(&d, CobraOptions::default())
-        .unwrap()
-        .history;
+    let h = read_cobra_dir(&d, CobraOptions::default()).unwrap().history;
     assert_eq!((h.txn_start[0], h.txn_commit[0]), (1_000, 2_000));
-    let h = cobra::read_dir(
+    let h = read_cobra_dir(
         &d,
         CobraOptions {
             timestamps: Some(true),
@@ -295,11 +292,9 @@ fn cobra_round_trip() {
                 .c(3),
         ],
     );
-    let h = cobra::read_dir(&d, CobraOptions::default())
-        .unwrap()
-        .history;
+    let h = read_cobra_dir(&d, CobraOptions::default()).unwrap().history;
     let out = tmpdir("rt-out");
-    cobra::write_dir(&h, &out, false).unwrap();
+    write_cobra_dir(&h, &out, false).unwrap();
     for i in 0..2 {
         assert_eq!(
             std::fs::read(d.join(format!("T{i}.log"))).unwrap(),
@@ -308,8 +303,8 @@ fn cobra_round_trip() {
     }
     // Through the native format and back: the same history.
     let j = out.join("h.jsonl");
-    jsonl::write_file(&h, &j).unwrap();
-    let h2 = jsonl::read_file(&j).unwrap().history;
+    write_jsonl_file(&h, &j).unwrap();
+    let h2 = read_jsonl_file(&j).unwrap().history;
     assert_eq!(h2.txn_ext, h.txn_ext);
     assert_eq!(h2.op_kind, h.op_kind);
     assert_eq!(
@@ -324,7 +319,7 @@ fn cobra_round_trip() {
 }
 
 fn jsonl_err(text: &str) -> InputError {
-    match jsonl::read(text.as_bytes(), Path::new("h.jsonl")) {
+    match read_jsonl(text.as_bytes(), Path::new("h.jsonl")) {
         Ok(_) => panic!("expected an error for {text:?}"),
         Err(e) => e,
     }
@@ -339,7 +334,7 @@ fn jsonl_every_construct() {
 {"session":"a","txn":3,"ops":[["r","x",1],["w",7,3]]}
 {"session":2,"txn":4,"status":"unknown","ops":[["r","__krait_fence",null],["w","__krait_fence",9]]}
 "#;
-    let h = jsonl::read(text.as_bytes(), Path::new("h.jsonl"))
+    let h = read_jsonl(text.as_bytes(), Path::new("h.jsonl"))
         .unwrap()
         .history;
     assert_eq!(h.session_names, vec!["a", "2"]);
@@ -361,8 +356,8 @@ fn jsonl_every_construct() {
     assert_eq!(r.read_from[2], 0);
     // Round trip.
     let mut out = Vec::new();
-    jsonl::write(&h, &mut out).unwrap();
-    let h2 = jsonl::read(out.as_slice(), Path::new("again.jsonl"))
+    write_jsonl(&h, &mut out).unwrap();
+    let h2 = read_jsonl(out.as_slice(), Path::new("again.jsonl"))
         .unwrap()
         .history;
     assert_eq!(
@@ -370,8 +365,8 @@ fn jsonl_every_construct() {
         (h.txn_ext.clone(), h.op_value.clone(), h.keys.clone())
     );
     let mut out2 = Vec::new();
-    jsonl::write(
-        &jsonl::read(out.as_slice(), Path::new("x")).unwrap().history,
+    write_jsonl(
+        &read_jsonl(out.as_slice(), Path::new("x")).unwrap().history,
         &mut out2,
     )
     .unwrap();
@@ -451,40 +446,6 @@ fn detect_and_load() {
         krait_history::detect(&empty).err().unwrap().message,
         "a directory, but it holds no T<n>.log or *.jsonl session files"
     );
-}
-
-#[test]
-fn million_transactions_fit_in_memory() {
-    // 1M transactions of 8 operations (half reads, half writes), built through the same builder
-    // the readers use: the model, its indexes included, stays far below 2 GB.
-    let mut b = krait_history::HistoryBuilder::new();
-    let keys: Vec<u32> = (0..10_000).map(|i| b.key(&format!("k{i}"))).collect();
-    let mut v = 1u64;
-    for s in 0..24u64 {
-        b.begin_session(format!("s{s}"));
-        for t in 0..1_000_000 / 24 + 1 {
-            for i in 0..8u64 {
-                let k = keys[((v * 7919 + i) % 10_000) as usize];
-                if t % 2 == 0 {
-                    b.op(OpKind::Write, k, v).unwrap();
-                } else {
-                    b.op(OpKind::Read, k, v - 8).unwrap();
-                }
-                v += 1;
-            }
-            b.finish_txn(
-                s << 32 | t as u64,
-                TxnStatus::Committed,
-                krait_history::NO_TIME,
-                krait_history::NO_TIME,
-            )
-            .unwrap();
-        }
-    }
-    let h = b.finish();
-    assert!(h.num_txns() >= 1_000_000);
-    let bytes = h.heap_bytes();
-    assert!(bytes < 400 << 20, "{} MB", bytes >> 20);
 }
 
 #[test]
@@ -585,17 +546,8 @@ fn no_input_makes_a_reader_panic() {
             cases.push(m);
         }
         for bytes in cases {
-            let mut b = krait_history::HistoryBuilder::new().with_cobra_claims();
-            let mut keys = Default::default();
-            let _ = cobra::parse_session(
-                &bytes,
-                Path::new("T0.log"),
-                false,
-                &mut b,
-                &mut keys,
-                &mut Vec::new(),
-            );
-            let _ = jsonl::read(bytes.as_slice(), Path::new("h.jsonl"));
+            let _ = read_cobra_log(&bytes, Path::new("T0.log"), false);
+            let _ = read_jsonl(bytes.as_slice(), Path::new("h.jsonl"));
         }
     }
 }

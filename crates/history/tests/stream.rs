@@ -1,8 +1,7 @@
 //! Following logs that are still being written: records cut anywhere, errors with file and
 //! line or offset.
 
-use krait_history::stream::{Follower, Keys, StreamFormat};
-use krait_history::{KeyId, OpKind, SimpleTxn, TxnStatus};
+use krait_history::{Follower, KeyId, Keys, OpKind, SimpleTxn, StreamFormat, TxnStatus};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -135,7 +134,7 @@ fn cobra_logs_fed_a_byte_at_a_time() {
     ];
     let h = krait_history::build_history(&txns).unwrap();
     let src = tmp("cobra-src");
-    krait_history::cobra::write_dir(&h, &src, false).unwrap();
+    krait_history::write_cobra_dir(&h, &src, false).unwrap();
     let dst = tmp("cobra-dst");
     std::fs::create_dir_all(&dst).unwrap();
     let mut files = Vec::new();
@@ -183,6 +182,45 @@ fn cobra_logs_fed_a_byte_at_a_time() {
         warnings[0].contains(&format!("byte offset {}", bytes.len())),
         "{warnings:?}"
     );
+}
+
+/// Loading and following decode Cobra logs with the same decoder: a malformed log is the same
+/// error either way, offsets counted from the start of the file even after earlier polls.
+#[test]
+fn cobra_errors_are_the_same_loaded_or_followed() {
+    let txns = vec![
+        SimpleTxn::new(0, 1).w("x", 1),
+        SimpleTxn::new(0, 2).r("x", 1),
+    ];
+    let h = krait_history::build_history(&txns).unwrap();
+    let src = tmp("cobra-same-src");
+    krait_history::write_cobra_dir(&h, &src, false).unwrap();
+    let log = src.join("T0.log");
+    let good = std::fs::read(&log).unwrap();
+    let bad: [&[u8]; 3] = [b"Q", b"S\0\0\0\0\0\0\0\x09S", b"W"];
+    for (i, tail) in bad.iter().enumerate() {
+        let mut bytes = good.clone();
+        bytes.extend_from_slice(tail);
+        if tail.len() > 1 {
+            bytes.extend_from_slice(&[0; 8]);
+        }
+        let dir = tmp(&format!("cobra-same-{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("T0.log"), &good).unwrap();
+        let mut f = Follower::new(&dir, None).unwrap();
+        let mut keys = Table::default();
+        let first = f.finish(&mut keys).unwrap().0.txns.len();
+        assert_eq!(first, 2);
+        std::fs::write(dir.join("T0.log"), &bytes).unwrap();
+        let loaded = krait_history::read_cobra_dir(&dir, Default::default()).err();
+        let followed = f.finish(&mut keys).err();
+        match (loaded, followed) {
+            (Some(l), Some(f)) => assert_eq!(l, f, "case {i}"),
+            // A record cut short: a warning when loaded, nothing more when followed.
+            (None, None) => assert_eq!(*tail, b"W", "case {i}"),
+            other => panic!("case {i}: {other:?}"),
+        }
+    }
 }
 
 /// A log replaced under its name (rotated, recreated by another run) is not more of the same

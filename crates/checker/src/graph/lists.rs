@@ -20,7 +20,7 @@ pub(crate) fn lists(
     b: &mut Built,
     f: &mut Facts,
 ) -> Result<(), Finding> {
-    let mut seen: krait_history::fxhash::FxHashSet<u64> = Default::default();
+    let mut seen: krait_history::FxHashSet<u64> = Default::default();
     for &(op, _, _) in &h.list_reads {
         let reader = r.op_txn[op as usize];
         if !inc[reader as usize] {

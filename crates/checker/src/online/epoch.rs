@@ -39,8 +39,7 @@ impl Online {
         let mut fences_all: Vec<u32> = self.pending_fences.iter().map(|p| p.0).collect();
         fences_all.extend_from_slice(fences);
         let fences = &fences_all[..];
-        let mut unresolved: krait_history::fxhash::FxHashSet<u32> =
-            fences.iter().copied().collect();
+        let mut unresolved: krait_history::FxHashSet<u32> = fences.iter().copied().collect();
         for &start in fences {
             if !unresolved.remove(&start) {
                 continue;

@@ -4,7 +4,7 @@
 use super::{Live, Online, NONE};
 use crate::graph::{self, ChainReach, Csr, Node};
 use crate::pipeline::Final;
-use krait_history::fxhash::{FxHashMap, FxHashSet};
+use krait_history::{FxHashMap, FxHashSet};
 use krait_history::{KeyId, OpKind, TxnStatus};
 
 /// One accepted round's graph, seen by garbage collection: per node whether it is old and all

@@ -39,8 +39,8 @@ pub use replay::replay;
 pub use types::{OnlineError, OnlineOptions, RoundStats, TxnIn};
 
 use crate::Report;
-use krait_history::cobra::DELETE_WRITE_ID;
-use krait_history::{fxhash::FxHashMap, KeyId, OpKind};
+use krait_history::DELETE_WRITE_ID;
+use krait_history::{FxHashMap, KeyId, OpKind};
 use std::collections::VecDeque;
 use std::time::Instant;
 

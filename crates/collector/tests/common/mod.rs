@@ -87,7 +87,7 @@ pub fn rows(db: &TempDb) -> Vec<(String, u64)> {
 /// unknown (never aborted, never missing): no committed transaction is missing from the
 /// history. Returns how many rows were compared.
 pub fn rows_accounted_for(db: &TempDb, h: &krait_history::History, tag: &str) -> usize {
-    let op_txn = krait_history::resolve::op_txns(h);
+    let op_txn = krait_history::op_txns(h);
     let mut checked = 0;
     for (k, id) in rows(db) {
         let key = h.keys.iter().position(|x| *x == k);

@@ -4,31 +4,24 @@
 //! Input: a native JSON Lines file or directory of `*.jsonl`, or a Cobra log directory. Output
 //! per poll: [`StreamTxn`]s (keys interned by the caller), plus the writes of records still being
 //! written (a reader may already have seen them), and input errors with file and line/offset.
+//!
+//! A module of its own, above `formats` rather than inside it: following is a way of reading
+//! (file identities, offsets, unfinished records, polls) that applies to two formats, and it
+//! decodes with their readers' own functions (`cobra::Decoder`, `jsonl::parse_stream_line`)
+//! so that a log reads the same whether it is loaded whole or followed.
 
-use crate::cobra::{self, DELETE_WRITE_ID, FENCE_KEY_HASH, INIT_WRITE_ID, NULL_WRITE_ID};
 use crate::error::{InputError, Location};
-use crate::model::{KeyId, OpKind, TxnStatus, NO_TIME};
+use crate::formats::cobra::{self, Decoder, Record};
+use crate::formats::{jsonl, regular};
+use crate::fxhash::FxHashMap;
+use crate::model::{KeyId, Keys, OpKind, StreamTxn, TxnStatus, DELETE_WRITE_ID};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-
-/// One transaction read from a log.
-#[derive(Clone, Debug)]
-pub struct StreamTxn {
-    pub session: String,
-    pub ext: u64,
-    pub status: TxnStatus,
-    pub start: u64,
-    pub commit: u64,
-    pub ops: Vec<(OpKind, KeyId, u64)>,
-    /// (op index, list) of list-append reads (native logs).
-    pub lists: Vec<(u32, Vec<u64>)>,
-    /// Cobra: (value hash, named writer) per op; empty for native logs.
-    pub claims: Vec<(u64, u64)>,
-}
 
 /// What a poll found.
 #[derive(Default, Debug)]
 pub struct Polled {
+    /// The transactions completed since the last poll, in each file's order.
     pub txns: Vec<StreamTxn>,
     /// (key, value) of writes in records not finished yet.
     pub provisional: Vec<(KeyId, u64)>,
@@ -36,12 +29,6 @@ pub struct Polled {
     pub new_sessions: Vec<String>,
     /// Whether any file grew (or appeared) since the last poll, even by a part of a record.
     pub grew: bool,
-}
-
-/// The caller's key table: name → id. Cobra's fence key is named "FZVERSION".
-pub trait Keys {
-    fn key(&mut self, name: &str) -> KeyId;
-    fn fence_key(&mut self, k: KeyId);
 }
 
 struct Tail {
@@ -86,7 +73,7 @@ impl Tail {
     fn read_more(&mut self) -> Result<bool, InputError> {
         let mut f = std::fs::File::open(&self.path).map_err(|e| InputError::io(&self.path, e))?;
         let meta = f.metadata().map_err(|e| InputError::io(&self.path, e))?;
-        crate::regular(&self.path, &meta)?;
+        regular(&self.path, &meta)?;
         let id = file_id(&meta);
         match self.id {
             None => self.id = id,
@@ -122,9 +109,12 @@ impl Tail {
     }
 }
 
+/// The formats that can be followed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum StreamFormat {
+    /// A native JSON Lines file or a directory of `*.jsonl`.
     Jsonl,
+    /// A Cobra log directory.
     Cobra,
 }
 
@@ -132,16 +122,18 @@ pub enum StreamFormat {
 /// (new files in a directory are picked up as they appear).
 pub struct Follower {
     root: PathBuf,
+    /// The format followed (given, or detected from the path).
     pub format: StreamFormat,
     tails: Vec<Tail>,
     is_dir: bool,
     /// Cobra key hashes → ids.
-    cobra_keys: crate::fxhash::FxHashMap<u64, KeyId>,
+    cobra_keys: FxHashMap<u64, KeyId>,
     /// The logs ended: decide what is still undecided (the Cobra variant of a short file).
     ending: bool,
 }
 
 impl Follower {
+    /// Follows `root`, in the format given or the one its path suggests.
     pub fn new(root: &Path, format: Option<StreamFormat>) -> Result<Follower, InputError> {
         let is_dir = root.is_dir();
         let format = match format {
@@ -171,12 +163,12 @@ impl Follower {
                 .map(|(_, p)| p)
                 .collect()
         } else {
-            crate::jsonl::dir_files(&self.root)?
+            jsonl::dir_files(&self.root)?
         };
         for f in files {
             if !self.tails.iter().any(|t| t.path == f) {
                 if self.format == StreamFormat::Cobra {
-                    out.new_sessions.push(session_name(&f));
+                    out.new_sessions.push(cobra::session_name(&f));
                 }
                 self.tails.push(Tail::new(f));
                 out.grew = true;
@@ -224,14 +216,14 @@ impl Follower {
                 StreamFormat::Jsonl => {
                     let text = String::from_utf8_lossy(&t.buf).trim().to_string();
                     let at = Location::Line(t.line + 1);
-                    match crate::jsonl::repair(&text) {
-                        Some(crate::jsonl::Repair::Drop) => warnings.push(format!(
+                    match jsonl::repair(&text) {
+                        Some(jsonl::Repair::Drop) => warnings.push(format!(
                             "{}: {at}{}",
                             t.path.display(),
-                            crate::jsonl::CUT_HEAD
+                            jsonl::CUT_HEAD
                         )),
-                        Some(crate::jsonl::Repair::Fixed(fixed, _)) => {
-                            let rec = crate::jsonl::parse_stream_line(&fixed, &t.path, at, keys)?;
+                        Some(jsonl::Repair::Fixed(fixed, _)) => {
+                            let rec = jsonl::parse_stream_line(&fixed, &t.path, at, keys)?;
                             warnings.push(format!(
                                 "{}: {at}the last line is cut short (the client stopped): read as a transaction with outcome {}",
                                 t.path.display(),
@@ -261,13 +253,6 @@ impl Follower {
     }
 }
 
-fn session_name(p: &Path) -> String {
-    p.file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("?")
-        .to_string()
-}
-
 fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(), InputError> {
     let mut consumed = 0;
     while let Some(nl) = t.buf[consumed..].iter().position(|&b| b == b'\n') {
@@ -282,15 +267,15 @@ fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(),
             continue;
         }
         out.txns
-            .push(crate::jsonl::parse_stream_line(text, &t.path, at, keys)?);
+            .push(jsonl::parse_stream_line(text, &t.path, at, keys)?);
     }
     t.buf.drain(..consumed);
     // A line still being written: its writes may already be visible to readers.
     if !t.buf.is_empty() {
         let text = String::from_utf8_lossy(&t.buf);
-        if let Some(crate::jsonl::Repair::Fixed(fixed, _)) = crate::jsonl::repair(text.trim()) {
+        if let Some(jsonl::Repair::Fixed(fixed, _)) = jsonl::repair(text.trim()) {
             let at = Location::Line(t.line + 1);
-            if let Ok(rec) = crate::jsonl::parse_stream_line(&fixed, &t.path, at, keys) {
+            if let Ok(rec) = jsonl::parse_stream_line(&fixed, &t.path, at, keys) {
                 out.provisional.extend(
                     rec.ops
                         .iter()
@@ -303,13 +288,9 @@ fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(),
     Ok(())
 }
 
-fn be(b: &[u8], at: usize) -> u64 {
-    u64::from_be_bytes(b[at..at + 8].try_into().unwrap())
-}
-
 fn cobra_take(
     t: &mut Tail,
-    hashes: &mut crate::fxhash::FxHashMap<u64, KeyId>,
+    hashes: &mut FxHashMap<u64, KeyId>,
     keys: &mut dyn Keys,
     out: &mut Polled,
     ending: bool,
@@ -322,124 +303,56 @@ fn cobra_take(
         Some(ts) => ts,
         None if t.buf.len() < 1024 && !ending => return Ok(()),
         None => {
-            let ts = cobra::looks_timestamped_prefix(&t.buf);
+            let ts = cobra::looks_timestamped(&t.buf);
             t.ts = Some(ts);
             ts
         }
     };
-    let tsl = if ts { 8 } else { 0 };
     let base = t.offset - t.buf.len() as u64;
-    let err =
-        |at: usize, msg: String| InputError::new(&t.path, Location::Offset(base + at as u64), msg);
-    let session = session_name(&t.path);
+    let session = cobra::session_name(&t.path);
     let mut key_of = |h: u64| -> KeyId {
         *hashes.entry(h).or_insert_with(|| {
-            if h == FENCE_KEY_HASH {
-                let k = keys.key("FZVERSION");
+            let (name, fence) = cobra::key_name(h);
+            let k = keys.key(&name);
+            if fence {
                 keys.fence_key(k);
-                k
-            } else {
-                keys.key(&format!("{h:016x}"))
             }
+            k
         })
     };
-    let b = &t.buf;
-    let mut i = 0;
+    let mut d = Decoder::new(&t.buf, &t.path, base, ts);
     let mut consumed = 0;
-    let mut open: Option<(u64, u64)> = None;
     let mut ops: Vec<(OpKind, KeyId, u64)> = Vec::new();
     let mut claims: Vec<(u64, u64)> = Vec::new();
-    while i < b.len() {
-        let op = b[i];
-        let len = match op {
-            b'S' | b'C' => 9 + tsl,
-            b'W' => 25,
-            b'R' => 33,
-            _ => {
-                return Err(err(
-                    i,
-                    format!("bad opcode 0x{op:02x}; expected S, W, R or C"),
-                ))
-            }
-        };
-        if i + len > b.len() {
-            break;
-        }
-        match op {
-            b'S' => {
-                if let Some((o, _)) = open {
-                    return Err(err(
-                        i,
-                        format!("transaction {o} has no commit before this start"),
-                    ));
-                }
-                open = Some((be(b, i + 1), if ts { be(b, i + 9) } else { NO_TIME }));
+    // A record cut short ends the loop like the end of the bytes: the rest comes with more.
+    while let Some(rec) = d.next_record()? {
+        match rec {
+            Record::Start => {
                 ops.clear();
                 claims.clear();
             }
-            b'C' => {
-                let id = be(b, i + 1);
-                match open {
-                    Some((o, start)) if o == id => {
-                        out.txns.push(StreamTxn {
-                            lists: Vec::new(),
-                            session: session.clone(),
-                            ext: id,
-                            status: TxnStatus::Committed,
-                            start,
-                            commit: if ts { be(b, i + 9) } else { NO_TIME },
-                            ops: std::mem::take(&mut ops),
-                            claims: std::mem::take(&mut claims),
-                        });
-                        open = None;
-                        consumed = i + len;
-                    }
-                    Some((o, _)) => {
-                        return Err(err(
-                            i,
-                            format!(
-                                "commit of transaction {id}, but transaction {o} is the one open"
-                            ),
-                        ))
-                    }
-                    None => {
-                        return Err(err(
-                            i,
-                            format!("commit of transaction {id}, which never started"),
-                        ))
-                    }
-                }
+            Record::Op(op) => {
+                ops.push((op.kind, key_of(op.key_hash), op.wid));
+                claims.push((op.value_hash, op.writer));
             }
-            _ => {
-                if open.is_none() {
-                    return Err(err(
-                        i,
-                        format!("'{}' record outside a transaction", op as char),
-                    ));
-                }
-                if op == b'W' {
-                    let (wid, kh, vh) = (be(b, i + 1), be(b, i + 9), be(b, i + 17));
-                    if wid == INIT_WRITE_ID || wid == NULL_WRITE_ID {
-                        return Err(err(
-                            i,
-                            format!("write uses the reserved initial-state write id 0x{wid:x}"),
-                        ));
-                    }
-                    ops.push((OpKind::Write, key_of(kh), wid));
-                    claims.push((vh, 0));
-                } else {
-                    let (wt, wid, kh, vh) =
-                        (be(b, i + 1), be(b, i + 9), be(b, i + 17), be(b, i + 25));
-                    let init = wid == INIT_WRITE_ID || wid == NULL_WRITE_ID;
-                    let kind = if init { OpKind::ReadInit } else { OpKind::Read };
-                    ops.push((kind, key_of(kh), wid));
-                    claims.push((vh, wt));
-                }
+            Record::Commit {
+                txn, start, commit, ..
+            } => {
+                out.txns.push(StreamTxn {
+                    lists: Vec::new(),
+                    session: session.clone(),
+                    ext: txn,
+                    status: TxnStatus::Committed,
+                    start,
+                    commit,
+                    ops: std::mem::take(&mut ops),
+                    claims: std::mem::take(&mut claims),
+                });
+                consumed = d.pos();
             }
         }
-        i += len;
     }
-    if open.is_some() {
+    if d.open().is_some() {
         out.provisional.extend(
             ops.iter()
                 .filter(|o| o.0 == OpKind::Write && o.2 != DELETE_WRITE_ID)

@@ -5,8 +5,11 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
+use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
-use crate::model::{History, HistoryBuilder, KeyId, OpKind, TxnStatus, NATIVE_FENCE_KEY, NO_TIME};
+use crate::model::{
+    History, HistoryBuilder, KeyId, Keys, OpKind, StreamTxn, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
+};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -94,11 +97,7 @@ struct Pending {
     lists: Vec<(u32, Vec<u64>)>,
 }
 
-pub struct Loaded {
-    pub history: History,
-    pub warnings: Vec<Warning>,
-}
-
+/// Reads a JSON Lines file.
 pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
     let f = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
     read(std::io::BufReader::with_capacity(1 << 20, f), path)
@@ -113,7 +112,7 @@ pub fn dir_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, InputError> {
         .collect();
     files.sort();
     for f in &files {
-        crate::regular_file(f)?;
+        regular_file(f)?;
     }
     Ok(files)
 }
@@ -177,6 +176,7 @@ impl BufRead for LazyFile {
     }
 }
 
+/// Reads JSON Lines from `input`; `path` names it in errors.
 pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
     read_many(vec![(path.to_path_buf(), input)])
 }
@@ -282,8 +282,8 @@ pub(crate) fn parse_stream_line(
     text: &str,
     path: &Path,
     at: Location,
-    keys: &mut dyn crate::stream::Keys,
-) -> Result<crate::stream::StreamTxn, InputError> {
+    keys: &mut dyn Keys,
+) -> Result<StreamTxn, InputError> {
     let l: LineIn = serde_json::from_str(text)
         .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
     let status = parse_status(l.status.as_deref(), path, at)?;
@@ -294,7 +294,7 @@ pub(crate) fn parse_stream_line(
         ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
     }
     check_times(&l, path, at)?;
-    Ok(crate::stream::StreamTxn {
+    Ok(StreamTxn {
         lists,
         session: l.session.to_key().into_owned(),
         ext: l.txn,
@@ -373,7 +373,8 @@ fn parse_op(
 pub(crate) const CUT_HEAD: &str =
     "the last line is cut short before its operations (the client stopped before the transaction asked to commit): left out";
 
-pub fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
+/// Reads several inputs (one per session file, as the collector writes them) as one history.
+fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
     let mut b = HistoryBuilder::new();
     let mut sessions: Vec<(String, Vec<Pending>)> = Vec::new();
     let mut session_index: HashMap<String, usize> = HashMap::new();
@@ -490,6 +491,7 @@ pub fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loa
     Ok(Loaded {
         history: b.finish(),
         warnings,
+        format: Format::Jsonl,
     })
 }
 
@@ -576,6 +578,7 @@ pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes `h` in the native format to a file (created or truncated).
 pub fn write_file(h: &History, path: &Path) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     write(h, &mut out)?;

@@ -1,0 +1,558 @@
+//! Cobra's binary per-session logs: a directory of `T<n>.log`, each a sequence of records
+//! `S txn`, `W wid key value`, `R writer wid key value`, `C txn` (one opcode byte, then
+//! big-endian i64 fields). Only committed transactions appear. See `docs/history-format.md`.
+//!
+//! One [`Decoder`] checks records and hands them out one at a time; the batch reader here and the
+//! follower (`crate::follow`) both use it, so a log reads the same whether it is loaded whole or
+//! tailed while it grows. They differ only in what they do at the end of the bytes: the batch
+//! reader drops an unfinished last transaction with a warning, the follower waits for more.
+
+use super::{regular_file, Format, Loaded};
+use crate::error::{InputError, Location, Warning};
+use crate::fxhash::FxHashMap;
+use crate::model::{
+    writer_txns, History, HistoryBuilder, KeyId, OpKind, TxnId, TxnStatus, DELETE_WRITE_ID,
+    FENCE_KEY_HASH, INIT_WRITE_ID, NO_TIME, NULL_WRITE_ID,
+};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// How to read a Cobra log directory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CobraOptions {
+    /// The variant with an 8-byte timestamp after `S` and `C`; `None` detects it.
+    pub timestamps: Option<bool>,
+}
+
+/// The session files of a Cobra history directory, ordered by their number.
+pub(crate) fn session_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, InputError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| InputError::io(dir, e))?;
+    let mut files = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| InputError::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(num) = name.strip_prefix('T').and_then(|s| s.strip_suffix(".log")) {
+            if let Ok(n) = num.parse::<u64>() {
+                regular_file(&entry.path())?;
+                files.push((n, entry.path()));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Whether `dir` is a directory holding at least one `T<n>.log`.
+pub(crate) fn is_cobra_dir(dir: &Path) -> bool {
+    dir.is_dir() && session_files(dir).map(|f| !f.is_empty()).unwrap_or(false)
+}
+
+/// The session a log file holds: its file stem (`T3`).
+pub(crate) fn session_name(p: &Path) -> String {
+    p.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// The name a key hash gets in the model, and whether it is the fence key ("FZVERSION").
+pub(crate) fn key_name(h: u64) -> (String, bool) {
+    if h == FENCE_KEY_HASH {
+        ("FZVERSION".to_string(), true)
+    } else {
+        (format!("{h:016x}"), false)
+    }
+}
+
+#[inline]
+fn be(b: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Whether the bytes parse as the timestamped variant: the first record must be `S` and the
+/// plain layout must not, while the stamped one does, reach a valid opcode after it. Works on
+/// the start of a file still being written too.
+pub(crate) fn looks_timestamped(b: &[u8]) -> bool {
+    fn walk(b: &[u8], ts: bool) -> bool {
+        let mut i = 0;
+        let mut seen = 0;
+        while i < b.len() && seen < 64 {
+            let len = match b[i] {
+                b'S' | b'C' => 9 + if ts { 8 } else { 0 },
+                b'W' => 25,
+                b'R' => 33,
+                _ => return false,
+            };
+            i += len;
+            seen += 1;
+        }
+        true
+    }
+    !b.is_empty() && !walk(b, false) && walk(b, true)
+}
+
+/// A `W` or `R` record of the open transaction.
+pub(crate) struct CobraOp {
+    /// Byte offset of the record in the file.
+    pub at: u64,
+    /// `Write`; `Read`, or `ReadInit` for a read of one of the initial-state write ids.
+    pub kind: OpKind,
+    pub key_hash: u64,
+    /// The write id written, or read.
+    pub wid: u64,
+    pub value_hash: u64,
+    /// A read: the writer transaction it names; a write: 0.
+    pub writer: u64,
+}
+
+/// A record, checked against the ones before it.
+pub(crate) enum Record {
+    /// `S`: a transaction starts.
+    Start,
+    /// `W` or `R`: an operation of the open transaction.
+    Op(CobraOp),
+    /// `C`: the open transaction committed.
+    Commit {
+        /// Byte offset of the record in the file.
+        at: u64,
+        txn: u64,
+        start: u64,
+        commit: u64,
+    },
+}
+
+/// Reads the records of (part of) one log. Errors name the file and the record's byte offset;
+/// a record the bytes end inside of ends decoding without an error ([`Self::cut`]).
+pub(crate) struct Decoder<'a> {
+    bytes: &'a [u8],
+    path: &'a Path,
+    /// Offset in the file of `bytes[0]`.
+    base: u64,
+    ts: bool,
+    /// The next record starts here (in `bytes`).
+    pos: usize,
+    /// The open transaction: (id, start time, offset of its `S` in the file).
+    open: Option<(u64, u64, u64)>,
+    /// The record the bytes end inside of: (offset in the file, opcode).
+    cut: Option<(u64, u8)>,
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(bytes: &'a [u8], path: &'a Path, base: u64, ts: bool) -> Self {
+        Decoder {
+            bytes,
+            path,
+            base,
+            ts,
+            pos: 0,
+            open: None,
+            cut: None,
+        }
+    }
+
+    /// Bytes consumed: the end of the last record handed out.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The transaction still open: (id, offset of its `S` in the file).
+    pub fn open(&self) -> Option<(u64, u64)> {
+        self.open.map(|(t, _, at)| (t, at))
+    }
+
+    /// The record the bytes ended inside of, if they did: (offset in the file, opcode).
+    pub fn cut(&self) -> Option<(u64, u8)> {
+        self.cut
+    }
+
+    /// The next record; `None` at the end of the bytes or at a record they end inside of.
+    pub fn next_record(&mut self) -> Result<Option<Record>, InputError> {
+        let (b, i) = (self.bytes, self.pos);
+        if i >= b.len() || self.cut.is_some() {
+            return Ok(None);
+        }
+        let op = b[i];
+        let at = self.base + i as u64;
+        let err = |msg: String| InputError::new(self.path, Location::Offset(at), msg);
+        let len = match op {
+            b'S' | b'C' => 9 + if self.ts { 8 } else { 0 },
+            b'W' => 25,
+            b'R' => 33,
+            _ => {
+                let shown = if op.is_ascii_graphic() {
+                    format!(" ('{}')", op as char)
+                } else {
+                    String::new()
+                };
+                return Err(err(format!(
+                    "bad opcode 0x{op:02x}{shown}; expected S, W, R or C"
+                )));
+            }
+        };
+        if i + len > b.len() {
+            self.cut = Some((at, op));
+            return Ok(None);
+        }
+        let time = |b: &[u8]| if self.ts { be(b, i + 9) } else { NO_TIME };
+        let rec = match (op, self.open) {
+            (b'S', Some((t, _, s_at))) => {
+                return Err(err(format!(
+                "transaction {t} (started at byte offset {s_at}) has no commit before this start"
+            )))
+            }
+            (b'S', None) => {
+                self.open = Some((be(b, i + 1), time(b), at));
+                Record::Start
+            }
+            (b'C', open) => {
+                let t = be(b, i + 1);
+                match open {
+                    Some((o, start, _)) if o == t => {
+                        self.open = None;
+                        Record::Commit {
+                            at,
+                            txn: t,
+                            start,
+                            commit: time(b),
+                        }
+                    }
+                    Some((o, _, _)) => {
+                        return Err(err(format!(
+                            "commit of transaction {t}, but transaction {o} is the one open"
+                        )))
+                    }
+                    None => {
+                        return Err(err(format!(
+                            "commit of transaction {t}, which never started"
+                        )))
+                    }
+                }
+            }
+            (_, None) => {
+                return Err(err(format!(
+                    "'{}' record outside a transaction",
+                    op as char
+                )))
+            }
+            (b'W', Some(_)) => {
+                let wid = be(b, i + 1);
+                if wid == INIT_WRITE_ID || wid == NULL_WRITE_ID {
+                    return Err(err(format!(
+                        "write uses the reserved initial-state write id 0x{wid:x}"
+                    )));
+                }
+                Record::Op(CobraOp {
+                    at,
+                    kind: OpKind::Write,
+                    key_hash: be(b, i + 9),
+                    wid,
+                    value_hash: be(b, i + 17),
+                    writer: 0,
+                })
+            }
+            (_, Some(_)) => {
+                let wid = be(b, i + 9);
+                let init = wid == INIT_WRITE_ID || wid == NULL_WRITE_ID;
+                Record::Op(CobraOp {
+                    at,
+                    kind: if init { OpKind::ReadInit } else { OpKind::Read },
+                    key_hash: be(b, i + 17),
+                    wid,
+                    value_hash: be(b, i + 25),
+                    writer: be(b, i + 1),
+                })
+            }
+        };
+        self.pos = i + len;
+        Ok(Some(rec))
+    }
+}
+
+/// Reads a Cobra log directory, one session per `T<n>.log`.
+pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
+    let files = session_files(dir)?;
+    if files.is_empty() {
+        return Err(InputError::new(
+            dir,
+            Location::Nowhere,
+            "no T<n>.log session files in this directory",
+        ));
+    }
+    let mut b = HistoryBuilder::new().with_cobra_claims();
+    let mut keys: FxHashMap<u64, KeyId> = FxHashMap::default();
+    let mut warnings = Vec::new();
+    for (_, path) in &files {
+        let bytes = std::fs::read(path).map_err(|e| InputError::io(path, e))?;
+        let ts = opts.timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
+        b.begin_session(session_name(path));
+        read_session(&bytes, path, ts, &mut b, &mut keys, &mut warnings)?;
+        b.end_session();
+    }
+    Ok(Loaded {
+        history: b.finish(),
+        warnings,
+        format: Format::Cobra,
+    })
+}
+
+/// Reads one log's bytes as a history of one session, named after `path`; `timestamps` says
+/// which variant the bytes are. For bytes at hand (tests, fuzzing); [`read_dir`] reads files.
+pub fn read_log(bytes: &[u8], path: &Path, timestamps: bool) -> Result<Loaded, InputError> {
+    let mut b = HistoryBuilder::new().with_cobra_claims();
+    let mut warnings = Vec::new();
+    b.begin_session(session_name(path));
+    read_session(
+        bytes,
+        path,
+        timestamps,
+        &mut b,
+        &mut FxHashMap::default(),
+        &mut warnings,
+    )?;
+    Ok(Loaded {
+        history: b.finish(),
+        warnings,
+        format: Format::Cobra,
+    })
+}
+
+/// Adds one session's transactions to `b`; `keys` maps key hashes to ids across sessions. An
+/// unfinished last transaction is dropped with a warning (only committed ones are logged).
+fn read_session(
+    bytes: &[u8],
+    path: &Path,
+    ts: bool,
+    b: &mut HistoryBuilder,
+    keys: &mut FxHashMap<u64, KeyId>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(), InputError> {
+    let err = |at: u64, msg: String| InputError::new(path, Location::Offset(at), msg);
+    let mut d = Decoder::new(bytes, path, 0, ts);
+    while let Some(rec) = d.next_record()? {
+        match rec {
+            Record::Start => {}
+            Record::Op(op) => {
+                let k = *keys.entry(op.key_hash).or_insert_with(|| {
+                    let (name, fence) = key_name(op.key_hash);
+                    let k = b.new_key_unindexed(name);
+                    if fence {
+                        b.set_fence_key(k);
+                    }
+                    k
+                });
+                if op.kind != OpKind::Write {
+                    b.op_unindexed(op.kind, k, op.wid);
+                } else if op.wid == DELETE_WRITE_ID {
+                    // Deletes share one id: they take no part in read resolution.
+                    b.op_unindexed(OpKind::Write, k, op.wid);
+                } else if b.op(OpKind::Write, k, op.wid).is_err() {
+                    let wid = op.wid;
+                    return Err(err(
+                        op.at,
+                        format!("write id 0x{wid:x} is used by an earlier write"),
+                    ));
+                }
+                b.cobra_claim(op.value_hash, op.writer);
+            }
+            Record::Commit {
+                at,
+                txn,
+                start,
+                commit,
+            } => {
+                if b.finish_txn(txn, TxnStatus::Committed, start, commit)
+                    .is_err()
+                {
+                    return Err(err(at, format!("transaction id {txn} is used twice")));
+                }
+            }
+        }
+    }
+    let (at, message) = match (d.cut(), d.open()) {
+        (None, None) => return Ok(()),
+        (Some((at, op)), None) => (
+            at,
+            format!("truncated record '{}' at end of file: ignored", op as char),
+        ),
+        (Some((at, op)), Some((t, _))) => (
+            at,
+            format!(
+                "truncated record '{}' in transaction {t}: transaction dropped",
+                op as char
+            ),
+        ),
+        (None, Some((t, at))) => (
+            at,
+            format!("transaction {t} has no commit (the file ends): transaction dropped"),
+        ),
+    };
+    if d.open().is_some() {
+        b.discard_open_ops();
+    }
+    warnings.push(Warning {
+        path: path.to_path_buf(),
+        location: Location::Offset(at),
+        message,
+    });
+    Ok(())
+}
+
+/// Writes `h` as a Cobra log directory. Only committed transactions can be written (the format
+/// has no aborts or unknown outcomes); keys that are not 16-digit hex hashes are hashed (XXH64
+/// of UTF-16LE, as Cobra's client does). An unknown outcome that a written transaction read did
+/// commit, at a time unknown: it is written as committed in a log of its own, so that no
+/// session order claims it committed before its session's later transactions (the order after
+/// its session's earlier commits is lost, which can only hide a violation, never make one).
+/// List-append reads have no Cobra form: such a history is refused. Returns how many
+/// transactions were left out and how many unknown outcomes got logs of their own.
+pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<(usize, usize)> {
+    if h.has_lists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the history has list-append reads, which Cobra logs cannot carry (convert to .jsonl)",
+        ));
+    }
+    std::fs::create_dir_all(dir)?;
+    let key_hash: Vec<u64> = h.keys.iter().map(|k| cobra_key_hash(k)).collect();
+    let writer_of = writer_txns(h);
+    // Unknown outcomes read by what is written, transitively.
+    let mut written: Vec<bool> = h
+        .txn_status
+        .iter()
+        .map(|&s| s == TxnStatus::Committed)
+        .collect();
+    let mut stack: Vec<TxnId> = (0..h.num_txns() as TxnId)
+        .filter(|&t| written[t as usize])
+        .collect();
+    while let Some(t) = stack.pop() {
+        for o in h.ops(t) {
+            if let Some(w) = writer_of[o] {
+                if !written[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
+                    written[w as usize] = true;
+                    stack.push(w);
+                }
+            }
+        }
+    }
+    let mut skipped = 0;
+    let mut own_log: Vec<TxnId> = Vec::new();
+    let mut used: std::collections::HashSet<String> = Default::default();
+    for s in 0..h.num_sessions() {
+        let name = &h.session_names[s];
+        let file = if name.starts_with('T') && name[1..].parse::<u64>().is_ok() {
+            format!("{name}.log")
+        } else {
+            format!("T{s}.log")
+        };
+        used.insert(file.clone());
+        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(file))?);
+        for t in h.session_range(s) {
+            match h.txn_status[t as usize] {
+                TxnStatus::Committed => {
+                    write_txn(h, t, &key_hash, &writer_of, timestamps, &mut out)?
+                }
+                _ if written[t as usize] => own_log.push(t),
+                _ => skipped += 1,
+            }
+        }
+        out.flush()?;
+    }
+    let mut n = h.num_sessions();
+    for &t in &own_log {
+        let file = loop {
+            let f = format!("T{n}.log");
+            n += 1;
+            if used.insert(f.clone()) {
+                break f;
+            }
+        };
+        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(file))?);
+        write_txn(h, t, &key_hash, &writer_of, timestamps, &mut out)?;
+        out.flush()?;
+    }
+    Ok((skipped, own_log.len()))
+}
+
+fn write_txn(
+    h: &History,
+    t: TxnId,
+    key_hash: &[u64],
+    writer_of: &[Option<TxnId>],
+    timestamps: bool,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let ext = h.txn_ext[t as usize];
+    out.write_all(b"S")?;
+    out.write_all(&ext.to_be_bytes())?;
+    if timestamps {
+        out.write_all(&h.txn_start[t as usize].to_be_bytes())?;
+    }
+    for o in h.ops(t) {
+        let k = key_hash[h.op_key[o] as usize];
+        let v = h.op_value[o];
+        let vh = h
+            .cobra
+            .as_ref()
+            .map(|c| c.value_hash[o])
+            .unwrap_or_else(|| value_hash(v));
+        match h.op_kind[o] {
+            OpKind::Write => {
+                out.write_all(b"W")?;
+                for x in [v, k, vh] {
+                    out.write_all(&x.to_be_bytes())?;
+                }
+            }
+            OpKind::Read | OpKind::ReadInit => {
+                let (wt, wid) = if h.op_kind[o] == OpKind::ReadInit {
+                    let wid = if v == NULL_WRITE_ID || v == INIT_WRITE_ID {
+                        v
+                    } else {
+                        INIT_WRITE_ID
+                    };
+                    (wid, wid)
+                } else {
+                    let claimed = h.cobra.as_ref().map(|c| c.read_writer[o]);
+                    (
+                        claimed.unwrap_or_else(|| {
+                            writer_of[o].map(|w| h.txn_ext[w as usize]).unwrap_or(0)
+                        }),
+                        v,
+                    )
+                };
+                let vh = if h.cobra.is_none() && h.op_kind[o] == OpKind::ReadInit {
+                    0
+                } else {
+                    vh
+                };
+                out.write_all(b"R")?;
+                for x in [wt, wid, k, vh] {
+                    out.write_all(&x.to_be_bytes())?;
+                }
+            }
+        }
+    }
+    out.write_all(b"C")?;
+    out.write_all(&ext.to_be_bytes())?;
+    if timestamps {
+        out.write_all(&h.txn_commit[t as usize].to_be_bytes())?;
+    }
+    Ok(())
+}
+
+fn cobra_key_hash(k: &str) -> u64 {
+    if k == "FZVERSION" {
+        return FENCE_KEY_HASH;
+    }
+    if k.len() == 16 {
+        if let Ok(h) = u64::from_str_radix(k, 16) {
+            return h;
+        }
+    }
+    let utf16: Vec<u8> = k.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+    crate::xxh64::xxh64(&utf16, 0)
+}
+
+fn value_hash(v: u64) -> u64 {
+    crate::xxh64::xxh64(&v.to_le_bytes(), 0)
+}

@@ -1,0 +1,175 @@
+//! Building a [`History`] one session at a time: every reader ends here, so the checks that do
+//! not depend on the format (a (key, value) written twice, a transaction id used twice) are made
+//! once, as the arrays are filled.
+
+use super::{CobraClaims, History, KeyId, OpId, OpKind, TxnId, TxnStatus};
+use crate::fxhash::FxHashMap;
+
+/// Incremental construction of a [`History`], one session at a time.
+#[derive(Default)]
+pub struct HistoryBuilder {
+    pub(crate) h: History,
+    key_index: FxHashMap<String, KeyId>,
+    open_session: bool,
+}
+
+impl HistoryBuilder {
+    /// An empty history, no session open.
+    pub fn new() -> Self {
+        let mut b = HistoryBuilder::default();
+        b.h.txn_ops.push(0);
+        b.h.session_txns.push(0);
+        b
+    }
+    /// Starts from a key table the caller owns (ops then name keys by these ids).
+    pub fn with_keys(mut self, keys: Vec<String>) -> Self {
+        self.h.keys = keys;
+        self
+    }
+    /// Records Cobra's claims ([`Self::cobra_claim`]) along with the operations.
+    pub fn with_cobra_claims(mut self) -> Self {
+        self.h.cobra = Some(CobraClaims::default());
+        self
+    }
+    /// The id of a key, added on first sight.
+    pub fn key(&mut self, name: &str) -> KeyId {
+        if let Some(&k) = self.key_index.get(name) {
+            return k;
+        }
+        let k = self.h.keys.len() as KeyId;
+        self.h.keys.push(name.to_string());
+        self.key_index.insert(name.to_string(), k);
+        k
+    }
+    /// Adds a key the caller knows is new (a reader with its own index, such as Cobra's hashes).
+    /// It is not entered in the name index, so [`Self::key`] must not be mixed with it.
+    pub fn new_key_unindexed(&mut self, name: String) -> KeyId {
+        let k = self.h.keys.len() as KeyId;
+        self.h.keys.push(name);
+        k
+    }
+    /// Marks `k` as the key fence transactions read.
+    pub fn set_fence_key(&mut self, k: KeyId) {
+        self.h.fence_key = Some(k);
+    }
+    /// Starts the next session (closing the open one); its transactions follow in order.
+    pub fn begin_session(&mut self, name: impl Into<String>) {
+        if self.open_session {
+            self.end_session();
+        }
+        self.h.session_names.push(name.into());
+        self.open_session = true;
+    }
+    /// Closes the open session, if any.
+    pub fn end_session(&mut self) {
+        if self.open_session {
+            self.h.session_txns.push(self.h.txn_ext.len() as TxnId);
+            self.open_session = false;
+        }
+    }
+    /// Adds an operation to the transaction that the next [`Self::finish_txn`] closes. A write
+    /// whose (key, value) another write already has is refused with that write's op id.
+    pub fn op(&mut self, kind: OpKind, key: KeyId, value: u64) -> Result<(), OpId> {
+        if kind == OpKind::Write {
+            let id = self.h.op_kind.len() as OpId;
+            if let Some(&prev) = self.h.write_index.get(&(key, value)) {
+                return Err(prev);
+            }
+            self.h.write_index.insert((key, value), id);
+        }
+        self.push_op(kind, key, value);
+        Ok(())
+    }
+    /// Adds an operation that takes no part in read resolution (Cobra's deletes share one id).
+    pub fn op_unindexed(&mut self, kind: OpKind, key: KeyId, value: u64) {
+        self.push_op(kind, key, value);
+    }
+    fn push_op(&mut self, kind: OpKind, key: KeyId, value: u64) {
+        self.h.op_kind.push(kind);
+        self.h.op_key.push(key);
+        self.h.op_value.push(value);
+    }
+    /// Records that the last operation added (a read of the last element, or of the initial
+    /// state when the list is empty) returned this whole list (list-append).
+    pub fn list(&mut self, values: &[u64]) {
+        let op = self.h.op_kind.len() as OpId - 1;
+        let a = self.h.list_values.len() as u32;
+        self.h.list_values.extend_from_slice(values);
+        self.h
+            .list_reads
+            .push((op, a, self.h.list_values.len() as u32));
+    }
+    /// Adds a list-append read: of the last element, or of the initial state when empty.
+    pub fn list_read(&mut self, key: KeyId, values: &[u64]) {
+        match values.last() {
+            Some(&v) => self.push_op(OpKind::Read, key, v),
+            None => self.push_op(OpKind::ReadInit, key, 0),
+        }
+        self.list(values);
+    }
+    /// Cobra's claims for the last operation added: its value hash and, for a read, the writer
+    /// transaction it names (0 for a write).
+    pub fn cobra_claim(&mut self, value_hash: u64, read_writer: u64) {
+        let c = self.h.cobra.as_mut().expect("cobra claims enabled");
+        c.value_hash.push(value_hash);
+        c.read_writer.push(read_writer);
+    }
+    /// Drops operations added since the last finished transaction (a truncated transaction).
+    pub fn discard_open_ops(&mut self) {
+        let keep = *self.h.txn_ops.last().unwrap() as usize;
+        while self
+            .h
+            .list_reads
+            .last()
+            .is_some_and(|l| l.0 as usize >= keep)
+        {
+            let (_, a, _) = self.h.list_reads.pop().unwrap();
+            self.h.list_values.truncate(a as usize);
+        }
+        for i in keep..self.h.op_kind.len() {
+            if self.h.op_kind[i] == OpKind::Write {
+                let k = (self.h.op_key[i], self.h.op_value[i]);
+                if self.h.write_index.get(&k) == Some(&(i as OpId)) {
+                    self.h.write_index.remove(&k);
+                }
+            }
+        }
+        self.h.op_kind.truncate(keep);
+        self.h.op_key.truncate(keep);
+        self.h.op_value.truncate(keep);
+        if let Some(c) = self.h.cobra.as_mut() {
+            c.value_hash.truncate(keep);
+            c.read_writer.truncate(keep);
+        }
+    }
+    /// Closes the transaction holding the operations added since the last one. A transaction id
+    /// used before is refused with the earlier transaction.
+    pub fn finish_txn(
+        &mut self,
+        ext: u64,
+        status: TxnStatus,
+        start: u64,
+        commit: u64,
+    ) -> Result<TxnId, TxnId> {
+        let t = self.h.txn_ext.len() as TxnId;
+        if let Some(&prev) = self.h.txn_index.get(&ext) {
+            return Err(prev);
+        }
+        self.h.txn_index.insert(ext, t);
+        self.h.txn_ext.push(ext);
+        self.h.txn_status.push(status);
+        self.h.txn_start.push(start);
+        self.h.txn_commit.push(commit);
+        self.h.txn_ops.push(self.h.op_kind.len() as OpId);
+        Ok(t)
+    }
+    /// Operations added so far.
+    pub fn num_ops(&self) -> usize {
+        self.h.op_kind.len()
+    }
+    /// The history, the open session closed.
+    pub fn finish(mut self) -> History {
+        self.end_session();
+        self.h
+    }
+}

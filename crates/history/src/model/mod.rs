@@ -1,0 +1,224 @@
+//! The in-memory history: sessions, transactions and operations in a struct-of-arrays layout.
+//!
+//! Transactions are stored grouped by session, in session order, so a session is a contiguous
+//! range of transaction ids and session order needs no extra storage. Operations are stored in
+//! transaction order, so a transaction is a contiguous range of operation ids.
+
+mod builder;
+pub(crate) mod resolve;
+mod simple;
+mod stream;
+mod summary;
+
+pub use builder::HistoryBuilder;
+pub(crate) use resolve::writer_txns;
+pub use resolve::{op_txns, resolve, ReadProblem, Resolution, FROM_INIT, FROM_NOBODY};
+pub use simple::{build_history, SimpleTxn};
+pub use stream::{Keys, StreamTxn};
+pub use summary::{summarize, Summary};
+
+use crate::fxhash::FxHashMap;
+use serde::Serialize;
+
+/// Dense transaction id: an index into the transaction arrays.
+pub type TxnId = u32;
+/// Dense key id: an index into [`History::keys`].
+pub type KeyId = u32;
+/// Dense operation id: an index into the operation arrays.
+pub type OpId = u32;
+
+/// Marks a missing timestamp.
+pub const NO_TIME: u64 = u64::MAX;
+
+/// The name of the key our collector reserves for fence transactions.
+pub const NATIVE_FENCE_KEY: &str = "__krait_fence";
+
+// Cobra's reserved write ids and fence key: facts of the history Cobra's client records (they
+// decide what a read observed), so the model owns them and the reader and writer use them.
+
+/// Cobra: the write id of a read of the initial, pre-loaded state.
+pub const INIT_WRITE_ID: u64 = 0xbebe_ebee;
+/// Cobra: the write id of a read of a key that did not exist (also the initial version).
+pub const NULL_WRITE_ID: u64 = 0xdead_beef;
+/// Cobra: the write id every delete carries (so deletes cannot be told apart by a reader).
+pub const DELETE_WRITE_ID: u64 = 0xabcd_efab;
+/// Cobra: XXH64 of "FZVERSION" as UTF-16LE, the fence key.
+pub const FENCE_KEY_HASH: u64 = 0xb887_3aa8_2ef6_c6d3;
+
+/// A transaction's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TxnStatus {
+    /// The database acknowledged the commit.
+    Committed,
+    /// The transaction aborted (or the client rolled it back).
+    Aborted,
+    /// The client lost the connection before learning the outcome.
+    Unknown,
+}
+
+impl TxnStatus {
+    /// The name the formats and reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TxnStatus::Committed => "committed",
+            TxnStatus::Aborted => "aborted",
+            TxnStatus::Unknown => "unknown",
+        }
+    }
+}
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    /// A write of a value that is unique among all writes of its key.
+    Write,
+    /// A read that observed the value in `op_value`.
+    Read,
+    /// A read that observed the initial state of the key (or its absence).
+    ReadInit,
+}
+
+/// What Cobra's logs say beyond our model: the writer a read names and the value hashes.
+/// Kept so that a read whose claims do not match the write it names can be rejected.
+#[derive(Clone, Debug, Default)]
+pub struct CobraClaims {
+    /// Per operation: for a write its value hash, for a read the value hash it saw.
+    pub value_hash: Vec<u64>,
+    /// Per operation: for a read the writer transaction id it names (external id); 0 otherwise.
+    pub read_writer: Vec<u64>,
+}
+
+/// A whole history. All `txn_*` arrays have one entry per transaction, all `op_*` arrays one
+/// entry per operation.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// Session names (file names for Cobra logs, the `session` field for JSON Lines).
+    pub session_names: Vec<String>,
+    /// `session_txns[s]..session_txns[s+1]` are the transactions of session `s`, in order.
+    pub session_txns: Vec<TxnId>,
+
+    /// Each transaction's id in the input (external id).
+    pub txn_ext: Vec<u64>,
+    /// Each transaction's outcome.
+    pub txn_status: Vec<TxnStatus>,
+    /// `txn_ops[t]..txn_ops[t+1]` are the operations of transaction `t`, in order.
+    pub txn_ops: Vec<OpId>,
+    /// Start timestamps, or [`NO_TIME`].
+    pub txn_start: Vec<u64>,
+    /// Commit timestamps, or [`NO_TIME`].
+    pub txn_commit: Vec<u64>,
+
+    /// Each operation's kind.
+    pub op_kind: Vec<OpKind>,
+    /// Each operation's key.
+    pub op_key: Vec<KeyId>,
+    /// For a write, its unique value (Cobra: the write id); for a read, the value it observed.
+    pub op_value: Vec<u64>,
+
+    /// Key names, by key id.
+    pub keys: Vec<String>,
+    /// The key fence transactions use, if the history has one.
+    pub fence_key: Option<KeyId>,
+    /// Cobra's claims, for a history read from Cobra logs.
+    pub cobra: Option<CobraClaims>,
+
+    /// (key, value) of every write → its operation; built while loading, where duplicates are
+    /// input errors, and reused to resolve reads.
+    pub write_index: FxHashMap<(KeyId, u64), OpId>,
+    /// External transaction id → dense id.
+    pub txn_index: FxHashMap<u64, TxnId>,
+    /// List-append reads (Elle): `(read op, start, end)`, sorted by op, says the read returned
+    /// the whole list `list_values[start..end]` — the key's versions from the empty initial
+    /// list, in order. The op itself reads the last element (or the initial state when empty).
+    pub list_reads: Vec<(OpId, u32, u32)>,
+    /// The lists of `list_reads`, one after another.
+    pub list_values: Vec<u64>,
+}
+
+impl History {
+    /// Number of transactions.
+    pub fn num_txns(&self) -> usize {
+        self.txn_ext.len()
+    }
+    /// Number of operations.
+    pub fn num_ops(&self) -> usize {
+        self.op_kind.len()
+    }
+    /// Number of sessions.
+    pub fn num_sessions(&self) -> usize {
+        self.session_names.len()
+    }
+    /// Number of distinct keys.
+    pub fn num_keys(&self) -> usize {
+        self.keys.len()
+    }
+    /// The operations of transaction `t`, in order.
+    pub fn ops(&self, t: TxnId) -> std::ops::Range<usize> {
+        self.txn_ops[t as usize] as usize..self.txn_ops[t as usize + 1] as usize
+    }
+    /// The transactions of session `s`, in session order.
+    pub fn session_range(&self, s: usize) -> std::ops::Range<TxnId> {
+        self.session_txns[s]..self.session_txns[s + 1]
+    }
+    /// The session of every transaction (computed; the layout stores only ranges).
+    pub fn txn_sessions(&self) -> Vec<u32> {
+        let mut out = vec![0u32; self.num_txns()];
+        for s in 0..self.num_sessions() {
+            for t in self.session_range(s) {
+                out[t as usize] = s as u32;
+            }
+        }
+        out
+    }
+    /// The session of transaction `t`.
+    pub fn session_of(&self, t: TxnId) -> usize {
+        // session_txns is sorted; the session is the last start <= t.
+        self.session_txns.partition_point(|&start| start <= t) - 1
+    }
+    /// Whether any transaction has a start or commit timestamp.
+    pub fn has_timestamps(&self) -> bool {
+        self.txn_start.iter().any(|&t| t != NO_TIME)
+            || self.txn_commit.iter().any(|&t| t != NO_TIME)
+    }
+    /// A fence is a transaction whose first operation reads the fence key.
+    pub fn is_fence(&self, t: TxnId) -> bool {
+        let Some(fk) = self.fence_key else {
+            return false;
+        };
+        let r = self.ops(t);
+        !r.is_empty()
+            && self.op_key[r.start] == fk
+            && matches!(self.op_kind[r.start], OpKind::Read | OpKind::ReadInit)
+    }
+    /// The list a list-append read returned, if the op is one.
+    pub fn list_of(&self, op: OpId) -> Option<&[u64]> {
+        let i = self.list_reads.partition_point(|l| l.0 < op);
+        let &(o, a, b) = self.list_reads.get(i)?;
+        (o == op).then(|| &self.list_values[a as usize..b as usize])
+    }
+    /// Whether the history has list-append reads.
+    pub fn has_lists(&self) -> bool {
+        !self.list_reads.is_empty()
+    }
+    /// How reports name transaction `t`: `T` and its external id.
+    pub fn display_txn(&self, t: TxnId) -> String {
+        format!("T{}", self.txn_ext[t as usize])
+    }
+
+    /// Bytes held by the arrays (not counting allocator slack), for memory reports.
+    pub fn heap_bytes(&self) -> usize {
+        let n = self.num_txns();
+        let m = self.num_ops();
+        let mut b = n * (8 + 1 + 4 + 8 + 8) + m * (1 + 4 + 8);
+        b += self.keys.iter().map(|k| k.len() + 24).sum::<usize>();
+        if let Some(c) = &self.cobra {
+            b += (c.value_hash.len() + c.read_writer.len()) * 8;
+        }
+        // hashbrown: one control byte plus the entry per bucket, at most 7/8 full.
+        b += self.write_index.capacity() * (16 + 4 + 1);
+        b += self.txn_index.capacity() * (8 + 4 + 1);
+        b
+    }
+}

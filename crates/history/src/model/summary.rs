@@ -1,0 +1,63 @@
+//! The counts `krait stats` and the summary line report: computed from the model alone, so every
+//! format is summarized alike.
+
+use super::{History, OpKind, TxnId, TxnStatus};
+
+/// Counts for `krait stats` and the summary line.
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct Summary {
+    /// Sessions.
+    pub sessions: usize,
+    /// Transactions, whatever their outcome.
+    pub txns: usize,
+    /// Committed transactions.
+    pub committed: usize,
+    /// Aborted transactions.
+    pub aborted: usize,
+    /// Transactions whose outcome is unknown.
+    pub unknown: usize,
+    /// Reads, initial ones included.
+    pub reads: usize,
+    /// Writes.
+    pub writes: usize,
+    /// Distinct keys.
+    pub keys: usize,
+    /// Reads of the initial state.
+    pub initial_reads: usize,
+    /// Fence transactions.
+    pub fences: usize,
+    /// Whether any transaction has a timestamp.
+    pub timestamps: bool,
+}
+
+/// Counts what the history holds.
+pub fn summarize(h: &History) -> Summary {
+    let mut s = Summary {
+        sessions: h.num_sessions(),
+        txns: h.num_txns(),
+        keys: h.num_keys(),
+        ..Default::default()
+    };
+    for st in &h.txn_status {
+        match st {
+            TxnStatus::Committed => s.committed += 1,
+            TxnStatus::Aborted => s.aborted += 1,
+            TxnStatus::Unknown => s.unknown += 1,
+        }
+    }
+    for k in &h.op_kind {
+        match k {
+            OpKind::Write => s.writes += 1,
+            OpKind::Read => s.reads += 1,
+            OpKind::ReadInit => {
+                s.reads += 1;
+                s.initial_reads += 1
+            }
+        }
+    }
+    s.fences = (0..h.num_txns() as TxnId)
+        .filter(|&t| h.is_fence(t))
+        .count();
+    s.timestamps = h.has_timestamps();
+    s
+}
