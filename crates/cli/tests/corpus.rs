@@ -1,9 +1,11 @@
-//! A corpus of small Elle/Jepsen histories (`tests/histories/*.edn`), one anomaly class per
-//! file, each checked end to end through the `krait` binary.
+//! A corpus of small histories (`tests/histories/*.edn` in Elle/Jepsen's format, `*.jsonl` in
+//! krait's own), one anomaly class or reject reason per file, named by it, each checked end to
+//! end through the `krait` binary.
 //!
-//! Every file starts with `; ` comment lines saying what it shows, one of which states the
-//! expected verdict: `; expect: ACCEPT` or `; expect: REJECT <anomaly>` (the `anomaly` field of
-//! `krait check --json`, e.g. `G1a`, `G-single`, `incompatible-order`). For each file the test
+//! Every file starts with comment lines (`; ` in EDN, `# ` in JSON Lines) saying what it shows,
+//! one of which states the expected verdict: `expect: ACCEPT` or `expect: REJECT <anomaly>` (the
+//! `anomaly` field of `krait check --json`, e.g. `G1a`, `G-single`, `incompatible-order`); an
+//! `args:` line adds arguments to `krait check` (e.g. `--strict`). For each file the test
 //! runs `krait check FILE --json` and checks the exit code (0 ACCEPT, 1 REJECT), the verdict and,
 //! for a REJECT, the anomaly; then it has `krait verify-certificate` confirm the verdict
 //! independently (an ACCEPT's serial order from `check --json --order`, a REJECT's certificate),
@@ -27,9 +29,11 @@ enum Expect {
     Reject(String),
 }
 
-/// The expectation and the known-disagreement mark of one history file.
+/// The expectation, extra `krait check` arguments and the known-disagreement mark of one
+/// history file.
 struct Case {
     expect: Expect,
+    args: Vec<String>,
     known_disagreement: bool,
 }
 
@@ -43,16 +47,18 @@ fn corpus_dir() -> PathBuf {
         .join("histories")
 }
 
-/// Reads the leading `;` comment lines of a history for its expectation.
+/// Reads the leading comment lines of a history (`;` in EDN, `#` in JSON Lines) for its
+/// expectation.
 fn parse_case(text: &str) -> Result<Case, String> {
     let mut expect = None;
+    let mut args = Vec::new();
     let mut known_disagreement = false;
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        let Some(comment) = line.strip_prefix(';') else {
+        let Some(comment) = line.strip_prefix(';').or_else(|| line.strip_prefix('#')) else {
             break;
         };
         let comment = comment.trim();
@@ -70,6 +76,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
                     ))
                 }
             });
+        } else if let Some(rest) = comment.strip_prefix("args:") {
+            args.extend(rest.split_whitespace().map(str::to_string));
         } else if comment.starts_with("known-disagreement:") {
             known_disagreement = true;
         }
@@ -77,6 +85,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     match expect {
         Some(expect) => Ok(Case {
             expect,
+            args,
             known_disagreement,
         }),
         None => Err("no `; expect:` line in the leading comments".to_string()),
@@ -119,7 +128,12 @@ fn verify(history: &Path, name: &str, what: &str, json: &[u8]) -> Result<(), Str
 fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("cannot read: {e}")])?;
     let case = parse_case(&text).map_err(|e| vec![e])?;
-    let out = run(krait().arg("check").arg(path).arg("--json")).map_err(|e| vec![e])?;
+    let check = || {
+        let mut c = krait();
+        c.arg("check").arg(path).args(&case.args).arg("--json");
+        c
+    };
+    let out = run(&mut check()).map_err(|e| vec![e])?;
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         vec![format!(
             "`check --json` did not print JSON ({e}): {}",
@@ -139,7 +153,7 @@ fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
             if verdict != "ACCEPT" {
                 failures.push(format!("want ACCEPT, got {verdict} {anomaly}: {summary}"));
             }
-            match run(krait().arg("check").arg(path).arg("--json").arg("--order")) {
+            match run(check().arg("--order")) {
                 Err(e) => failures.push(e),
                 Ok(ordered) if ordered.status.code() != Some(0) => failures.push(format!(
                     "`check --json --order`: want exit 0, got {}",
@@ -194,7 +208,7 @@ fn every_history_in_the_corpus_gets_its_expected_verdict() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| entry.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "edn"))
+        .filter(|p| p.extension().is_some_and(|x| x == "edn" || x == "jsonl"))
         .collect();
     files.sort();
     assert!(
