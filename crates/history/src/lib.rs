@@ -32,6 +32,6 @@ pub use formats::jsonl::{
 };
 pub use formats::load::{detect, load};
 pub use formats::polysi::read as read_polysi;
-pub use formats::{Format, Loaded};
+pub use formats::{Format, Loaded, UnknownFormat};
 pub use fxhash::{FxHashMap, FxHashSet};
 pub use model::*;

@@ -203,7 +203,7 @@ fn detect_and_load_pick_the_reader() {
         assert_eq!(name.parse::<Format>().unwrap(), f);
     }
     assert_eq!(
-        "elle".parse::<Format>().unwrap_err(),
+        "elle".parse::<Format>().unwrap_err().to_string(),
         "unknown format \"elle\"; expected cobra, jsonl, edn, polysi or dbcop"
     );
 }

@@ -34,18 +34,21 @@ pub enum Format {
     Dbcop,
 }
 
+/// A format name `Format::from_str` does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown format {0:?}; expected cobra, jsonl, edn, polysi or dbcop")]
+pub struct UnknownFormat(pub String);
+
 impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownFormat> {
         match s {
             "cobra" => Ok(Format::Cobra),
             "jsonl" | "native" => Ok(Format::Jsonl),
             "edn" => Ok(Format::Edn),
             "polysi" => Ok(Format::Polysi),
             "dbcop" => Ok(Format::Dbcop),
-            _ => Err(format!(
-                "unknown format {s:?}; expected cobra, jsonl, edn, polysi or dbcop"
-            )),
+            _ => Err(UnknownFormat(s.to_string())),
         }
     }
 }
