@@ -7,7 +7,10 @@ use krait_history::{Format, InputError};
 use std::path::Path;
 
 /// Loads a history, printing its warnings (a log cut short, …) to stderr.
-pub(crate) fn load(path: &Path, format: Option<Format>) -> Result<krait_history::Loaded, InputError> {
+pub(crate) fn load(
+    path: &Path,
+    format: Option<Format>,
+) -> Result<krait_history::Loaded, InputError> {
     let loaded = krait_history::load(path, format)?;
     for w in &loaded.warnings {
         eprintln!("warning: {w}");

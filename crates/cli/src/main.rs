@@ -3,9 +3,7 @@
 //! budget exhausted), 4 a run stopped by its database.
 
 use clap::{Parser, Subcommand};
-use krait_cli::cmd::{
-    check, convert, demo, generate, run, stats, verify_certificate, watch,
-};
+use krait_cli::cmd::{check, convert, demo, generate, run, stats, verify_certificate, watch};
 use krait_cli::exit;
 use std::process::ExitCode;
 

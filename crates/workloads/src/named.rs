@@ -24,9 +24,21 @@ pub struct UnknownWorkload(pub String);
 /// pair clients up (write-skew).
 pub fn by_name(name: &str, clients: usize) -> Result<Box<dyn Workload>, UnknownWorkload> {
     Ok(match name {
-        "blindw-rm" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.9 }),
-        "blindw-rw" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.5 }),
-        "blindw-wm" => Box::new(BlindWKv { keys: 10_000, ops: 8, read_only: 0.1 }),
+        "blindw-rm" => Box::new(BlindWKv {
+            keys: 10_000,
+            ops: 8,
+            read_only: 0.9,
+        }),
+        "blindw-rw" => Box::new(BlindWKv {
+            keys: 10_000,
+            ops: 8,
+            read_only: 0.5,
+        }),
+        "blindw-wm" => Box::new(BlindWKv {
+            keys: 10_000,
+            ops: 8,
+            read_only: 0.1,
+        }),
         "twitter" => Box::new(Twitter::new(1000)),
         "rubis" => Box::new(Rubis::new(2000, 20_000)),
         "tpcc" => Box::new(Tpcc::new(3000, 1000)),

@@ -75,7 +75,6 @@ pub(crate) fn distinct(
     v
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,7 +102,6 @@ impl Workload for Rubis {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

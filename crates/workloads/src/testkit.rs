@@ -46,7 +46,11 @@ impl Tx for MemTx<'_> {
 pub(crate) const TXNS: usize = 2000;
 
 /// Runs `txns` transactions of `w` one after another, from client ids 0 to 7 in turn.
-pub(crate) fn run(w: &dyn Workload, txns: usize, seed: u64) -> (HashMap<String, String>, Vec<Trace>) {
+pub(crate) fn run(
+    w: &dyn Workload,
+    txns: usize,
+    seed: u64,
+) -> (HashMap<String, String>, Vec<Trace>) {
     let mut db: HashMap<String, String> = w.initial().into_iter().collect();
     let mut rng = Rng::new(seed);
     let mut traces = Vec::with_capacity(txns);

@@ -211,7 +211,6 @@ impl Workload for Tpcc {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,7 +133,6 @@ impl Workload for Twitter {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
