@@ -6,10 +6,10 @@
 //! budget exhausted), 4 a run stopped by its database.
 
 pub mod cmd;
-pub mod duration;
 pub mod exit;
 pub mod memory;
 
+mod duration;
 mod files;
 mod online;
 mod output;

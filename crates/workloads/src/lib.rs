@@ -33,4 +33,4 @@ pub use sim::{blindw, BlindW, BlindWStream, GenTxn};
 pub use tpcc::Tpcc;
 pub use twitter::Twitter;
 pub use workload::{Tx, TxError, Workload};
-pub use write_skew::{PairBarrier, WriteSkew};
+pub use write_skew::WriteSkew;

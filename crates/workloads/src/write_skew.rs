@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Two parties meet at a rendezvous; a party that waits too long gives up (its partner's
 /// transaction failed before arriving).
-pub struct PairBarrier {
+pub(crate) struct PairBarrier {
     state: Mutex<(u64, usize)>,
     cv: Condvar,
 }
@@ -23,7 +23,7 @@ impl Default for PairBarrier {
 
 impl PairBarrier {
     /// Waits for the other party, at most `timeout`; an error if it never came.
-    pub fn wait(&self, timeout: Duration) -> Result<(), TxError> {
+    pub(crate) fn wait(&self, timeout: Duration) -> Result<(), TxError> {
         let mut g = self.state.lock().unwrap();
         let gen = g.0;
         g.1 += 1;
@@ -53,9 +53,9 @@ impl PairBarrier {
 /// of each pair aborts.
 pub struct WriteSkew {
     /// Clients of the run (an odd last client has no partner and never waits).
-    pub clients: usize,
+    clients: usize,
     /// One barrier per pair of clients.
-    pub pairs: Vec<PairBarrier>,
+    pairs: Vec<PairBarrier>,
 }
 
 impl WriteSkew {

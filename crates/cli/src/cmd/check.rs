@@ -17,67 +17,67 @@ use std::time::{Duration, Instant};
 // The arguments of `krait check`, also flattened into `krait watch`'s.
 #[derive(Args, Clone)]
 pub struct CheckArgs {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     #[arg(long)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Strict serializability: respect real time (needs timestamps).
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Clock-drift allowance for --strict, e.g. 100ms, 2s, 500us, 0.
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
-    pub clock_drift: Duration,
+    pub(crate) clock_drift: Duration,
     /// Do not glue read-modify-writes into chains.
     #[arg(long)]
-    pub no_combine: bool,
+    pub(crate) no_combine: bool,
     /// One constraint per (reader, writer) instead of per pair of chains.
     #[arg(long)]
-    pub no_coalesce: bool,
+    pub(crate) no_coalesce: bool,
     /// Do not decide constraints by reachability before solving.
     #[arg(long)]
-    pub no_prune: bool,
+    pub(crate) no_prune: bool,
     #[arg(long, default_value_t = 64)]
-    pub prune_rounds: u32,
+    pub(crate) prune_rounds: u32,
     /// Do not seed solver decisions from the topological order.
     #[arg(long)]
-    pub no_order_phase: bool,
+    pub(crate) no_order_phase: bool,
     /// Do not propagate edges that would close cycles in the solver.
     #[arg(long)]
-    pub no_theory_propagation: bool,
+    pub(crate) no_theory_propagation: bool,
     #[arg(long, value_enum, default_value = "cdcl")]
-    pub solver: SolverArg,
+    pub(crate) solver: SolverArg,
     /// Give up (UNDECIDED, exit 3) after this many seconds of solving; 0 for no limit.
     #[arg(long, default_value_t = 600.0)]
-    pub timeout: f64,
+    pub(crate) timeout: f64,
     /// Per-phase timings.
     #[arg(long)]
-    pub timings: bool,
+    pub(crate) timings: bool,
     /// On ACCEPT, print a serial order of the transactions.
     #[arg(long)]
-    pub order: bool,
+    pub(crate) order: bool,
     /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
     #[arg(long)]
-    pub dot: Option<PathBuf>,
+    pub(crate) dot: Option<PathBuf>,
     /// Report peak memory (for benchmarks).
     #[arg(long, hide = true)]
-    pub rss: bool,
+    pub(crate) rss: bool,
     /// Check in rounds of N transactions (online mode, with garbage collection), printing a
     /// line per round.
     #[arg(long)]
-    pub round_size: Option<usize>,
+    pub(crate) round_size: Option<usize>,
     /// Online mode: keep every transaction (no garbage collection).
     #[arg(long)]
-    pub no_gc: bool,
+    pub(crate) no_gc: bool,
     /// Online mode: carry every path through deleted transactions as its own edge (no
     /// transitive reduction).
     #[arg(long)]
-    pub no_carry_reduction: bool,
+    pub(crate) no_carry_reduction: bool,
     /// Online mode: keep frontier writers until they are overwritten, instead of letting the
     /// only possible latest version of a key stand in as its initial version.
     #[arg(long)]
-    pub no_fold: bool,
+    pub(crate) no_fold: bool,
 }
 
 // Which engine decides the constraints left after pruning.
@@ -89,7 +89,7 @@ pub enum SolverArg {
 
 impl CheckArgs {
     /// `krait check PATH --timings` with every other default (after `krait run --check`).
-    pub fn defaults(path: PathBuf) -> CheckArgs {
+    pub(crate) fn defaults(path: PathBuf) -> CheckArgs {
         CheckArgs {
             path,
             format: Some(Format::Jsonl),

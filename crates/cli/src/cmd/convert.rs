@@ -10,13 +10,13 @@ use std::process::ExitCode;
 // The arguments of `krait convert`.
 #[derive(Args)]
 pub struct ConvertArgs {
-    pub input: PathBuf,
-    pub output: PathBuf,
+    pub(crate) input: PathBuf,
+    pub(crate) output: PathBuf,
     #[arg(long)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// Cobra output: the variant with timestamps after S and C.
     #[arg(long)]
-    pub timestamps: bool,
+    pub(crate) timestamps: bool,
 }
 
 /// Loads `input` and writes it to `output` (the format follows the output's name).

@@ -16,14 +16,14 @@ use std::time::{Duration, Instant};
 #[derive(Args)]
 pub struct DemoArgs {
     #[arg(long, default_value_t = 4_000)]
-    pub txns: usize,
+    pub(crate) txns: usize,
     /// Use the built-in simulated store and inject fractured reads (one transaction's
     /// writes seen only in part): not serializable.
     #[arg(long)]
-    pub faulty: bool,
+    pub(crate) faulty: bool,
     /// Where to keep the history (default: a temporary file).
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 /// Runs the demo and checks what it recorded; the exit code is the verdict's.

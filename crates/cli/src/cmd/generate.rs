@@ -13,30 +13,30 @@ use std::time::Duration;
 // The arguments of `krait generate`.
 #[derive(Args)]
 pub struct GenerateArgs {
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// blindw-rm, blindw-rw or blindw-wm.
     #[arg(long, default_value = "blindw-rw")]
-    pub workload: String,
+    pub(crate) workload: String,
     #[arg(long, default_value_t = 10_000)]
-    pub txns: usize,
+    pub(crate) txns: usize,
     #[arg(long, default_value_t = 24)]
-    pub sessions: usize,
+    pub(crate) sessions: usize,
     #[arg(long, default_value_t = 10_000)]
-    pub keys: u64,
+    pub(crate) keys: u64,
     #[arg(long)]
-    pub fence_every: Option<usize>,
+    pub(crate) fence_every: Option<usize>,
     /// Time between commits, e.g. 500us for 2,000 transactions a second.
     #[arg(long, default_value = "1us", value_parser = parse_duration)]
-    pub txn_interval: Duration,
+    pub(crate) txn_interval: Duration,
     #[arg(long, default_value_t = 0.0)]
-    pub stale_reads: f64,
+    pub(crate) stale_reads: f64,
     /// Probability of a fractured read (never serializable).
     #[arg(long, default_value_t = 0.0)]
-    pub fractured_reads: f64,
+    pub(crate) fractured_reads: f64,
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     #[arg(long)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
 }
 
 /// Generates the history and writes it to `g.out`.

@@ -14,36 +14,36 @@ use std::time::Duration;
 pub struct RunArgs {
     /// `sqlite[:PATH]` (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.
     #[arg(long, default_value = "sqlite")]
-    pub store: String,
+    pub(crate) store: String,
     /// blindw-rm, blindw-rw, blindw-wm, twitter, rubis, tpcc, write-skew, lost-update.
     #[arg(long, default_value = "blindw-rw")]
-    pub workload: String,
+    pub(crate) workload: String,
     #[arg(long, default_value_t = 8)]
-    pub clients: usize,
+    pub(crate) clients: usize,
     #[arg(long, default_value_t = 10_000)]
-    pub txns: usize,
+    pub(crate) txns: usize,
     #[arg(long, default_value = "serializable")]
-    pub isolation: Isolation,
+    pub(crate) isolation: Isolation,
     /// Where each session's history goes (one .jsonl per session).
     #[arg(long, default_value = "krait-history")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Do not record (the baseline for measuring the collector's overhead).
     #[arg(long)]
-    pub no_record: bool,
+    pub(crate) no_record: bool,
     /// A fence transaction every N transactions per session; 0 for none.
     #[arg(long, default_value_t = 20)]
-    pub fence_every: usize,
+    pub(crate) fence_every: usize,
     /// fsync the log after every transaction.
     #[arg(long)]
-    pub fsync: bool,
+    pub(crate) fsync: bool,
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Check the recorded history when the run ends.
     #[arg(long)]
-    pub check: bool,
+    pub(crate) check: bool,
     /// Replace the session logs an earlier run left in --out (refused otherwise).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 fn ms(d: Duration) -> f64 {

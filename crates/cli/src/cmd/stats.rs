@@ -11,11 +11,11 @@ use std::process::ExitCode;
 // The arguments of `krait stats`.
 #[derive(Args)]
 pub struct StatsArgs {
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     #[arg(long)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// Prints the history's counts, as a line or (`--json`) an object.

@@ -13,11 +13,11 @@ use std::process::ExitCode;
 #[derive(Args)]
 pub struct VerifyCertificateArgs {
     /// The history the verdict is about.
-    pub history: PathBuf,
+    pub(crate) history: PathBuf,
     /// The verdict: the output of `krait check HISTORY --json` (with --order for an ACCEPT).
-    pub cert: PathBuf,
+    pub(crate) cert: PathBuf,
     #[arg(long)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
 }
 
 /// Exit 0: confirmed; 1: refuted; 2: bad input; 3: a verdict of a kind it cannot confirm.

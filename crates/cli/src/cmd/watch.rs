@@ -16,26 +16,26 @@ use std::time::{Duration, Instant};
 #[derive(Args, Clone)]
 pub struct WatchArgs {
     #[command(flatten)]
-    pub check: CheckArgs,
+    pub(crate) check: CheckArgs,
     /// How often to look for new transactions.
     #[arg(long, default_value = "200ms", value_parser = parse_duration)]
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// Stop, with the final verdict, once the logs have not grown for this long.
     #[arg(long, value_parser = parse_duration)]
-    pub idle_exit: Option<Duration>,
+    pub(crate) idle_exit: Option<Duration>,
     /// How many client sessions to expect: nothing is garbage-collected before all have
     /// written (a session that starts late would void the epoch guarantee). Files in a
     /// followed directory count on their own: collection waits until each has a transaction.
     #[arg(long, default_value_t = 0)]
-    pub sessions: usize,
+    pub(crate) sessions: usize,
     /// At most this many transactions a round (a backlog is checked in several rounds).
     #[arg(long, default_value_t = 20_000)]
-    pub max_round: usize,
+    pub(crate) max_round: usize,
     /// How long a read may name a write that no log holds yet before it is rejected as a read
     /// of a value nobody wrote (on top of two full passes over the logs): the slack for logs
     /// written with buffering.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub read_wait: Duration,
+    pub(crate) read_wait: Duration,
 }
 
 /// The online checker seen as the key table a log follower fills.
