@@ -1,4 +1,4 @@
-# Regenerate: krait bench check --csv fig5.csv, then
+# Regenerate: cargo run --release -p krait-bench -- check --csv fig5.csv, then
 #   grep chengRW fig5.csv | awk -F, '{print $4","$9}' | sort -t, -n -u -k1,1 > fig5.dat && gnuplot docs/fig5.gnuplot
 set terminal pngcairo size 800,500 font "Helvetica,11"
 set output "docs/fig5.png"

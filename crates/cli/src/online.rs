@@ -1,43 +1,19 @@
-//! `krait check --round-size N` (a finished history, in rounds) and `krait watch PATH` (logs
-//! still being written): online verification with garbage collection, one line per round.
+//! What `check --round-size` and `watch` share: online options from the check switches, and
+//! the printing of rounds and of the final verdict (text, JSON, or JSON Lines for a watch that
+//! may never end).
 
-use crate::{options_of, CheckArgs};
-use clap::Args;
-use krait_checker::online::{Online, OnlineOptions, RoundStats, TxnIn};
-use krait_checker::{Report, Verdict};
-use krait_history::{Follower, Keys, StreamFormat};
-use krait_history::{Format, KeyId};
+use crate::cmd::check::CheckArgs;
+use crate::output::write_dot;
+use crate::{exit, memory};
+use krait_checker::online::{Online, OnlineOptions, RoundStats};
+use krait_checker::Report;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-#[derive(Args, Clone)]
-pub struct WatchArgs {
-    #[command(flatten)]
-    pub check: CheckArgs,
-    /// How often to look for new transactions.
-    #[arg(long, default_value = "200ms", value_parser = crate::parse_duration)]
-    pub interval: Duration,
-    /// Stop, with the final verdict, once the logs have not grown for this long.
-    #[arg(long, value_parser = crate::parse_duration)]
-    pub idle_exit: Option<Duration>,
-    /// How many client sessions to expect: nothing is garbage-collected before all have
-    /// written (a session that starts late would void the epoch guarantee). Files in a
-    /// followed directory count on their own: collection waits until each has a transaction.
-    #[arg(long, default_value_t = 0)]
-    pub sessions: usize,
-    /// At most this many transactions a round (a backlog is checked in several rounds).
-    #[arg(long, default_value_t = 20_000)]
-    pub max_round: usize,
-    /// How long a read may name a write that no log holds yet before it is rejected as a read
-    /// of a value nobody wrote (on top of two full passes over the logs): the slack for logs
-    /// written with buffering.
-    #[arg(long, default_value = "10s", value_parser = crate::parse_duration)]
-    pub read_wait: Duration,
-}
-
-pub fn online_options(a: &CheckArgs) -> OnlineOptions {
+/// The online checker's options these switches ask for.
+pub(crate) fn options(a: &CheckArgs) -> OnlineOptions {
     OnlineOptions {
-        check: options_of(a),
+        check: a.options(),
         gc: !a.no_gc,
         reduce: !a.no_carry_reduction,
         fold: !a.no_fold,
@@ -45,7 +21,8 @@ pub fn online_options(a: &CheckArgs) -> OnlineOptions {
     }
 }
 
-pub fn round_line(st: &RoundStats) -> String {
+/// One round in words (the text output of `check --round-size` and `watch`).
+pub(crate) fn round_line(st: &RoundStats) -> String {
     format!(
         "round {}: +{} txns, {} checked, {} deleted ({} in all), {} live{}, {} constraints ({} after pruning), {} carried edges, epoch agree {}, {:.1} ms",
         st.round,
@@ -71,7 +48,8 @@ pub fn round_line(st: &RoundStats) -> String {
     )
 }
 
-struct Out {
+/// Prints rounds as they end and the verdict at the end, as text, JSON or JSON Lines.
+pub(crate) struct Printer {
     json: bool,
     /// JSON Lines: each round as it ends, then the verdict (watch runs indefinitely).
     stream: bool,
@@ -90,8 +68,20 @@ fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
-impl Out {
-    fn lag(&mut self, on: &Online) {
+impl Printer {
+    /// `json`: JSON output; `stream`: as JSON Lines, each round as it ends (watch).
+    pub(crate) fn new(json: bool, stream: bool) -> Printer {
+        Printer {
+            json,
+            stream,
+            rounds: Vec::new(),
+            peak_live: 0,
+            lags: Vec::new(),
+        }
+    }
+
+    /// Records the lag of the transactions the last round admitted.
+    pub(crate) fn lag(&mut self, on: &Online) {
         let now = now_ns();
         self.lags.extend(
             on.last_admitted_commits
@@ -111,7 +101,8 @@ impl Out {
         Some((at(0.5), at(0.99), *l.last().unwrap()))
     }
 
-    fn round(&mut self, st: &RoundStats) {
+    /// One round ended.
+    pub(crate) fn round(&mut self, st: &RoundStats) {
         self.peak_live = self.peak_live.max(st.checked);
         if self.json && self.stream {
             if let Ok(line) = serde_json::to_string(st) {
@@ -124,7 +115,8 @@ impl Out {
         }
     }
 
-    fn end(
+    /// The verdict, with totals; returns the verdict's exit code.
+    pub(crate) fn end(
         &self,
         a: &CheckArgs,
         on: &Online,
@@ -155,7 +147,7 @@ impl Out {
                 );
             }
             if a.rss {
-                obj.insert("peak_rss_bytes".into(), crate::peak_rss_bytes().into());
+                obj.insert("peak_rss_bytes".into(), memory::peak_rss_bytes().into());
             }
             if self.stream {
                 println!("{}", serde_json::to_string(&v)?);
@@ -183,166 +175,17 @@ impl Out {
             }
         }
         if let (Some(dot), Some(cert)) = (&a.dot, report.and_then(|r| r.verdict.certificate())) {
-            crate::write_dot(cert, dot)?;
+            write_dot(cert, dot)?;
         }
-        Ok(match report.map(|r| &r.verdict) {
-            None | Some(Verdict::Accept) => ExitCode::SUCCESS,
-            Some(Verdict::Reject(_)) => ExitCode::from(1),
-            Some(Verdict::Unknown { .. }) => ExitCode::from(3),
-        })
+        Ok(exit::of_verdict(report.map(|r| &r.verdict)))
     }
 }
 
-/// A finished history, replayed in rounds.
-pub fn check_rounds(a: &CheckArgs, round_size: usize) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(round_size > 0, "--round-size must be at least 1");
-    no_order(a)?;
-    let t = Instant::now();
-    let loaded = crate::load(&a.path, a.format)?;
-    let h = &loaded.history;
-    let mut out = Out {
-        json: a.json,
-        stream: false,
-        rounds: Vec::new(),
-        peak_live: 0,
-        lags: Vec::new(),
-    };
-    let on = match krait_checker::online::replay(h, online_options(a), round_size, |st, _| {
-        out.round(st)
-    }) {
-        Ok(on) => on,
-        Err(e) => {
-            eprintln!("error: {}: {e}", a.path.display());
-            return Ok(ExitCode::from(2));
-        }
-    };
-    out.end(a, &on, t.elapsed(), h.num_txns() as u64)
-}
-
-struct KeyAdapter<'a>(&'a mut Online);
-
-impl Keys for KeyAdapter<'_> {
-    fn key(&mut self, name: &str) -> KeyId {
-        self.0.key(name)
-    }
-    fn fence_key(&mut self, k: KeyId) {
-        self.0.set_fence_key(k);
-    }
-}
-
-fn no_order(a: &CheckArgs) -> anyhow::Result<()> {
+/// Online rounds cannot give a serial order: refused up front.
+pub(crate) fn no_order(a: &CheckArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !a.order,
         "--order needs the whole history at once; online rounds delete transactions as they go"
     );
     Ok(())
-}
-
-/// Logs still being written, followed until they stop growing (or forever).
-pub fn watch(w: &WatchArgs) -> anyhow::Result<ExitCode> {
-    let a = &w.check;
-    no_order(a)?;
-    let fmt = match a.format {
-        None => None,
-        Some(Format::Jsonl) => Some(StreamFormat::Jsonl),
-        Some(Format::Cobra) => Some(StreamFormat::Cobra),
-        Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
-    };
-    let mut follower = Follower::new(&a.path, fmt)?;
-    let mut on = Online::new(OnlineOptions {
-        // In watch, --round-size caps a round like --max-round.
-        max_admit: a.round_size.unwrap_or(w.max_round).max(1),
-        read_wait: w.read_wait,
-        ..online_options(a)
-    });
-    on.min_sessions = w.sessions;
-    on.set_cobra_claims(follower.format == StreamFormat::Cobra);
-    let mut out = Out {
-        json: a.json,
-        stream: true,
-        rounds: Vec::new(),
-        peak_live: 0,
-        lags: Vec::new(),
-    };
-    let t0 = Instant::now();
-    // When the last growth of the logs had been checked: the logs count as idle only when a
-    // poll finds nothing new and was taken --idle-exit after that, so time spent checking a
-    // long round is never taken for a client that went quiet (its half-written line for a
-    // crash).
-    let mut quiet_since = Instant::now();
-    let mut txns = 0u64;
-    if !a.json {
-        eprintln!(
-            "watching {} (new transactions every {} ms{})",
-            a.path.display(),
-            w.interval.as_millis(),
-            match w.idle_exit {
-                Some(d) => format!(", stopping after {:.1} s without any", d.as_secs_f64()),
-                None => ", until interrupted".to_string(),
-            }
-        );
-    }
-    loop {
-        let poll_time = Instant::now();
-        let mut polled = follower.poll(&mut KeyAdapter(&mut on))?;
-        let grew = polled.grew;
-        let ending = !grew
-            && w.idle_exit
-                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d);
-        if ending {
-            let (p, warnings) = follower.finish(&mut KeyAdapter(&mut on))?;
-            for wn in warnings {
-                eprintln!("warning: {wn}");
-            }
-            polled = p;
-        }
-        let step = (|| -> Result<(), krait_checker::online::OnlineError> {
-            for s in &polled.new_sessions {
-                on.session(s)?;
-            }
-            for t in polled.txns {
-                txns += 1;
-                let session = on.session(&t.session)?;
-                on.push(TxnIn {
-                    session,
-                    ext: t.ext,
-                    status: t.status,
-                    start: t.start,
-                    commit: t.commit,
-                    ops: t.ops,
-                    lists: t.lists,
-                    claims: t.claims,
-                })?;
-            }
-            on.next_sweep(polled.provisional.into_iter().collect());
-            on.hold_gc = follower.silent_files() > 0;
-            // A backlog takes several rounds.
-            while let Some(st) = on.round()? {
-                out.lag(&on);
-                out.round(&st);
-                if on.verdict().is_some() {
-                    return Ok(());
-                }
-            }
-            if ending {
-                for st in on.finish()? {
-                    out.round(&st);
-                }
-                out.lag(&on);
-            }
-            Ok(())
-        })();
-        if let Err(e) = step {
-            eprintln!("error: {}: {e}", a.path.display());
-            return Ok(ExitCode::from(2));
-        }
-        if on.verdict().is_some() || ending {
-            break;
-        }
-        if grew {
-            quiet_since = Instant::now();
-        }
-        std::thread::sleep(w.interval);
-    }
-    out.end(a, &on, t0.elapsed(), txns)
 }

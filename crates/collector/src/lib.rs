@@ -4,13 +4,14 @@
 //! krait-workloads. Output: one native JSON Lines log per client session (see
 //! `docs/history-format.md`), written before each request goes out, plus throughput and latency.
 
-pub mod my;
-pub mod pg;
-pub mod run;
-pub mod session;
-pub mod sqlite;
-pub mod store;
+#![warn(missing_docs)]
+
+mod mysql;
+mod postgres;
+mod run;
+mod session;
+mod sqlite;
+mod store;
 
 pub use run::{run, RunConfig, RunReport};
-pub use session::{decode, encode, Session, TxnOutcome};
-pub use store::{backend, Backend, Isolation, Store, StoreError};
+pub use store::{backend, Backend, Isolation, Store, StoreError, UnknownIsolation};

@@ -8,15 +8,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// What a run does: how many clients, how many transactions, and where the history goes.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
+    /// Client sessions, each on its own thread and connection.
     pub clients: usize,
     /// Transactions in all (attempts, aborted ones included; fences not counted).
     pub txns: usize,
+    /// A fence transaction every this many transactions per session (epochs for online
+    /// checking); `None` for none.
     pub fence_every: Option<usize>,
     /// None: run without recording (the overhead baseline).
     pub out: Option<PathBuf>,
+    /// fsync each log after every transaction (survives a machine crash, costs throughput).
     pub fsync: bool,
+    /// Client `i`'s [`Rng`] is seeded with `seed + 7919 i`.
     pub seed: u64,
     /// Replace the session logs an earlier run left in `out` (otherwise such a directory is
     /// refused: nothing of the user's is deleted unasked).
@@ -51,14 +57,20 @@ impl Drop for DirLock {
     }
 }
 
+/// What a run did: outcomes, timing and history size.
 #[derive(Clone, Debug, Default)]
 pub struct RunReport {
+    /// Transactions that committed.
     pub committed: u64,
+    /// Transactions the database aborted (or the workload gave up on).
     pub aborted: u64,
+    /// Transactions whose COMMIT's outcome was lost with the connection.
     pub unknown: u64,
+    /// Wall-clock time of the run, setup excluded.
     pub wall: Duration,
     /// Latency of every transaction attempt, sorted.
     pub latencies: Vec<Duration>,
+    /// Bytes of history written, all sessions together.
     pub history_bytes: u64,
     /// First few abort reasons, for the user.
     pub abort_examples: Vec<String>,
@@ -67,9 +79,11 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Transaction attempts per second.
     pub fn throughput(&self) -> f64 {
         (self.committed + self.aborted + self.unknown) as f64 / self.wall.as_secs_f64().max(1e-9)
     }
+    /// The latency at quantile `p` (0.9 is p90); zero when nothing ran.
     pub fn percentile(&self, p: f64) -> Duration {
         if self.latencies.is_empty() {
             return Duration::ZERO;
@@ -77,6 +91,7 @@ impl RunReport {
         let i = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
         self.latencies[i]
     }
+    /// History bytes per 1,000 transaction attempts.
     pub fn bytes_per_1000(&self) -> f64 {
         let n = (self.committed + self.aborted + self.unknown).max(1) as f64;
         self.history_bytes as f64 / n * 1000.0

@@ -15,14 +15,15 @@ use std::fs::File;
 use std::io::Write;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// How a transaction ended, as logged.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TxnOutcome {
+pub(crate) enum TxnOutcome {
     Committed,
     Aborted(String),
     Unknown(String),
 }
 
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -31,7 +32,7 @@ pub fn now_ns() -> u64 {
 
 /// Splits a stored value into (write id, application value); values the collector did not write
 /// (the initial state) have no write id.
-pub fn decode(stored: &str) -> (Option<u64>, &str) {
+pub(crate) fn decode(stored: &str) -> (Option<u64>, &str) {
     if let Some(rest) = stored.strip_prefix('k') {
         if let Some(bar) = rest.find('|') {
             if let Ok(id) = rest[..bar].parse::<u64>() {
@@ -42,18 +43,20 @@ pub fn decode(stored: &str) -> (Option<u64>, &str) {
     (None, stored)
 }
 
-pub fn encode(id: u64, value: &str) -> String {
+/// The stored form of `value` written with write id `id` (see [`decode`]).
+pub(crate) fn encode(id: u64, value: &str) -> String {
     format!("k{id}|{value}")
 }
 
-pub struct Log {
+/// One session's history log, written as the session goes.
+pub(crate) struct Log {
     file: File,
     fsync: bool,
     line: String,
 }
 
 impl Log {
-    pub fn create(path: &std::path::Path, fsync: bool) -> std::io::Result<Log> {
+    pub(crate) fn create(path: &std::path::Path, fsync: bool) -> std::io::Result<Log> {
         Ok(Log {
             file: File::create(path)?,
             fsync,
@@ -75,8 +78,9 @@ impl Log {
     }
 }
 
-pub struct Session<'a> {
-    pub name: String,
+/// One client: its connection, its log, and the ids that make its writes unique.
+pub(crate) struct Session<'a> {
+    pub(crate) name: String,
     store: Box<dyn Store>,
     log: Option<Log>,
     txn_base: u64,
@@ -86,9 +90,9 @@ pub struct Session<'a> {
     since_fence: usize,
     reconnect: Box<dyn Fn() -> Result<Box<dyn Store>, StoreError> + Send + 'a>,
     /// Bytes of history written.
-    pub log_bytes: u64,
+    pub(crate) log_bytes: u64,
     /// Connections re-established after one was lost.
-    pub reconnects: u64,
+    pub(crate) reconnects: u64,
 }
 
 /// How long a session keeps trying to reconnect (a database restart takes seconds).
@@ -190,7 +194,7 @@ impl<'a> Session<'a> {
     }
 
     /// `index` makes transaction ids and write ids unique across the sessions of a run.
-    pub fn new(
+    pub(crate) fn new(
         index: usize,
         store: Box<dyn Store>,
         log: Option<Log>,
@@ -214,7 +218,7 @@ impl<'a> Session<'a> {
 
     /// Runs one transaction of the workload (preceded by a fence when one is due). Returns the
     /// outcome of the workload's transaction and its latency; a fatal store error stops the run.
-    pub fn run(
+    pub(crate) fn run(
         &mut self,
         body: &mut dyn FnMut(&mut dyn Tx) -> Result<(), TxError>,
     ) -> Result<(TxnOutcome, std::time::Duration), StoreError> {

@@ -5,12 +5,12 @@ use crate::store::{Backend, Isolation, Store, StoreError, BUSY_TIMEOUT};
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 use std::path::PathBuf;
 
-pub struct Sqlite {
+pub(crate) struct Sqlite {
     path: PathBuf,
 }
 
 impl Sqlite {
-    pub fn new(path: PathBuf, isolation: Isolation) -> Result<Sqlite, StoreError> {
+    pub(crate) fn new(path: PathBuf, isolation: Isolation) -> Result<Sqlite, StoreError> {
         if isolation != Isolation::Serializable {
             return Err(StoreError::Fatal(
                 "SQLite only offers serializable transactions".into(),

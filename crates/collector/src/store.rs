@@ -9,28 +9,36 @@
 
 use std::time::Duration;
 
+/// The isolation level a run's transactions ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isolation {
+    /// SERIALIZABLE: what krait checks for; any REJECT is the database's fault.
     Serializable,
+    /// REPEATABLE READ (snapshot isolation in PostgreSQL): write skew may show up.
     RepeatableRead,
+    /// READ COMMITTED: lost updates and worse may show up.
     ReadCommitted,
 }
 
+/// A name [`Isolation`]'s `from_str` does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown isolation {0:?}: serializable, repeatable-read or read-committed")]
+pub struct UnknownIsolation(pub String);
+
 impl std::str::FromStr for Isolation {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownIsolation;
+    fn from_str(s: &str) -> Result<Self, UnknownIsolation> {
         match s {
             "serializable" => Ok(Isolation::Serializable),
             "repeatable-read" | "snapshot" => Ok(Isolation::RepeatableRead),
             "read-committed" => Ok(Isolation::ReadCommitted),
-            _ => Err(format!(
-                "unknown isolation {s:?}: serializable, repeatable-read or read-committed"
-            )),
+            _ => Err(UnknownIsolation(s.to_string())),
         }
     }
 }
 
 impl Isolation {
+    /// The level as SQL spells it, e.g. `REPEATABLE READ`.
     pub fn sql(self) -> &'static str {
         match self {
             Isolation::Serializable => "SERIALIZABLE",
@@ -40,6 +48,7 @@ impl Isolation {
     }
 }
 
+/// How a database operation failed, as the history must record it.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StoreError {
     /// The database aborted the transaction (serialization failure, deadlock, busy): it did not
@@ -56,9 +65,13 @@ pub enum StoreError {
 
 /// One connection, one transaction at a time.
 pub trait Store: Send {
+    /// Opens a transaction at the backend's isolation level.
     fn begin(&mut self) -> Result<(), StoreError>;
+    /// The stored value of `key` (`None`: no such row).
     fn read(&mut self, key: &str) -> Result<Option<String>, StoreError>;
+    /// Upserts `key`.
     fn write(&mut self, key: &str, value: &str) -> Result<(), StoreError>;
+    /// Commits; [`StoreError::Lost`] here means the outcome is unknown.
     fn commit(&mut self) -> Result<(), StoreError>;
     /// Ends a failed transaction; errors here are ignored by callers.
     fn rollback(&mut self);
@@ -66,9 +79,11 @@ pub trait Store: Send {
 
 /// Where sessions connect to.
 pub trait Backend: Send + Sync {
+    /// The database and its version or address, for the user (passwords redacted).
     fn describe(&self) -> String;
     /// Creates (or empties) the table and loads the initial rows.
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError>;
+    /// A new connection (one per session).
     fn connect(&self) -> Result<Box<dyn Store>, StoreError>;
 }
 
@@ -85,11 +100,11 @@ pub fn backend(spec: &str, isolation: Isolation) -> Result<Box<dyn Backend>, Sto
         return Ok(Box::new(crate::sqlite::Sqlite::new(path, isolation)?));
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        return Ok(Box::new(crate::pg::Postgres::new(spec, isolation)));
+        return Ok(Box::new(crate::postgres::Postgres::new(spec, isolation)));
     }
     if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
         let url = spec.replacen("mariadb://", "mysql://", 1);
-        return Ok(Box::new(crate::my::MySql::new(&url, isolation)));
+        return Ok(Box::new(crate::mysql::MySql::new(&url, isolation)));
     }
     Err(StoreError::Fatal(format!(
         "unknown store {spec:?}: use sqlite[:PATH], postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB"
@@ -99,7 +114,7 @@ pub fn backend(spec: &str, isolation: Isolation) -> Result<Box<dyn Backend>, Sto
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A database URL fit to print: its password, if any, replaced by `***`.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some(scheme) = url.find("://") else {
         return url.to_string();
     };

@@ -3,16 +3,10 @@
 //! Input: a `krait_checker::Report` (verdict, certificate, stats, timings). Output: plain text
 //! (the default), JSON, or a Graphviz DOT drawing of a certificate's cycle.
 
+#![warn(missing_docs)]
+
 use krait_checker::{CertEdge, Certificate, Report, Verdict};
 use std::fmt::Write;
-
-pub fn verdict_word(v: &Verdict) -> &'static str {
-    match v {
-        Verdict::Accept => "ACCEPT",
-        Verdict::Reject(_) => "REJECT",
-        Verdict::Unknown { .. } => "UNKNOWN",
-    }
-}
 
 /// " on KEY" for an edge about a key, else nothing.
 fn on_key(e: &CertEdge) -> String {
@@ -40,7 +34,7 @@ fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
 }
 
 /// The certificate in words.
-pub fn certificate_text(c: &Certificate) -> String {
+fn certificate_text(c: &Certificate) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "anomaly: {}", c.anomaly.name());
     let _ = writeln!(out, "{}", c.summary);
@@ -178,6 +172,8 @@ pub fn report_text(r: &Report, timings: bool) -> String {
     out
 }
 
+/// The whole report as JSON (`krait check --json`): the report's own serialization, so field
+/// names follow `krait_checker::Report`.
 pub fn report_json(r: &Report) -> serde_json::Value {
     serde_json::to_value(r).expect("report serializes")
 }

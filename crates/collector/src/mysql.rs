@@ -3,16 +3,16 @@
 //! driver error leaves its outcome unknown.
 
 use crate::store::{Backend, Isolation, Store, StoreError};
-use mysql::prelude::Queryable;
-use mysql::{Conn, Opts};
+use ::mysql::prelude::Queryable;
+use ::mysql::{Conn, Opts};
 
-pub struct MySql {
+pub(crate) struct MySql {
     url: String,
     isolation: Isolation,
 }
 
 impl MySql {
-    pub fn new(url: &str, isolation: Isolation) -> MySql {
+    pub(crate) fn new(url: &str, isolation: Isolation) -> MySql {
         MySql {
             url: url.to_string(),
             isolation,

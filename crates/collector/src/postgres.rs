@@ -3,15 +3,15 @@
 //! with the server's message, detail and hint.
 
 use crate::store::{Backend, Isolation, Store, StoreError};
-use postgres::{Client, NoTls, Statement};
+use ::postgres::{Client, NoTls, Statement};
 
-pub struct Postgres {
+pub(crate) struct Postgres {
     url: String,
     isolation: Isolation,
 }
 
 impl Postgres {
-    pub fn new(url: &str, isolation: Isolation) -> Postgres {
+    pub(crate) fn new(url: &str, isolation: Isolation) -> Postgres {
         Postgres {
             url: url.to_string(),
             isolation,

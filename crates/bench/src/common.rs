@@ -1,0 +1,86 @@
+//! What the benchmarks share: finding the shared Cobra histories, running a measurement in a
+//! child process (this binary again), and formatting names and sizes for the tables.
+
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The shared Cobra histories: `explicit`, or `../shared/data/cobra` (or `shared/data/cobra`)
+/// found from the current directory upwards.
+pub fn find_data(explicit: Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(d) = explicit {
+        return Some(d);
+    }
+    let mut dir = std::env::current_dir().ok()?;
+    loop {
+        let cand = dir.join("../shared/data/cobra");
+        if cand.is_dir() {
+            return Some(cand);
+        }
+        let cand = dir.join("shared/data/cobra");
+        if cand.is_dir() {
+            return Some(cand);
+        }
+        if !dir.pop() {
+            return None;
+        }
+    }
+}
+
+/// The histories given, or when none were, the ones `default` names in the shared data.
+pub fn paths_or(
+    paths: Vec<PathBuf>,
+    data: Option<PathBuf>,
+    default: impl FnOnce(&Path) -> anyhow::Result<Vec<PathBuf>>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    if !paths.is_empty() {
+        return Ok(paths);
+    }
+    let d = find_data(data).context("no ../shared/data/cobra here; pass histories or --data")?;
+    default(&d)
+}
+
+/// This binary, to run a measurement in a process of its own (`check-one`, `load-one`, …).
+pub fn child(subcommand: &str) -> anyhow::Result<Command> {
+    let exe = std::env::current_exe().context("locating the krait-bench binary")?;
+    let mut c = Command::new(exe);
+    c.arg(subcommand);
+    Ok(c)
+}
+
+/// Bytes as whole MiB.
+pub fn mb(bytes: f64) -> String {
+    format!("{:.0}", bytes / (1 << 20) as f64)
+}
+
+/// The file or directory name of a history.
+pub fn name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
+/// The size a history's name ends with (`chengRW-10000` → 10000), to sort by.
+pub fn size_of_name(p: &Path) -> u64 {
+    name_of(p)
+        .rsplit('-')
+        .next()
+        .and_then(|s| s.trim_end_matches(".jsonl").parse().ok())
+        .unwrap_or(0)
+}
+
+/// Bytes on disk: a file's, or the sum of a directory's files.
+pub fn dir_bytes(p: &Path) -> u64 {
+    if p.is_dir() {
+        std::fs::read_dir(p)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    } else {
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
+}

@@ -1,0 +1,27 @@
+//! `krait convert`: between Cobra log directories and native JSON Lines, so a history recorded
+//! by one tool can be checked or replayed by another.
+
+use crate::files::{load, save};
+use clap::Args;
+use krait_history::Format;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// The arguments of `krait convert`.
+#[derive(Args)]
+pub struct ConvertArgs {
+    pub(crate) input: PathBuf,
+    pub(crate) output: PathBuf,
+    #[arg(long)]
+    pub(crate) format: Option<Format>,
+    /// Cobra output: the variant with timestamps after S and C.
+    #[arg(long)]
+    pub(crate) timestamps: bool,
+}
+
+/// Loads `input` and writes it to `output` (the format follows the output's name).
+pub fn run(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load(&a.input, a.format)?;
+    save(&loaded.history, &a.output, a.timestamps)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,79 @@
+//! `krait generate`: a history from the built-in simulated store, no database needed: for
+//! trying krait out, for benchmarks of any size, and (with faults injected) for REJECTs on cue.
+
+use crate::duration::parse_duration;
+use crate::files::save;
+use clap::Args;
+use krait_history::Format;
+use krait_workloads::BlindW;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+// The arguments of `krait generate`.
+#[derive(Args)]
+pub struct GenerateArgs {
+    pub(crate) out: PathBuf,
+    /// blindw-rm, blindw-rw or blindw-wm.
+    #[arg(long, default_value = "blindw-rw")]
+    pub(crate) workload: String,
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) txns: usize,
+    #[arg(long, default_value_t = 24)]
+    pub(crate) sessions: usize,
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) keys: u64,
+    #[arg(long)]
+    pub(crate) fence_every: Option<usize>,
+    /// Time between commits, e.g. 500us for 2,000 transactions a second.
+    #[arg(long, default_value = "1us", value_parser = parse_duration)]
+    pub(crate) txn_interval: Duration,
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) stale_reads: f64,
+    /// Probability of a fractured read (never serializable).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) fractured_reads: f64,
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    #[arg(long)]
+    pub(crate) format: Option<Format>,
+}
+
+/// Generates the history and writes it to `g.out`.
+pub fn run(g: &GenerateArgs) -> anyhow::Result<ExitCode> {
+    let h = generate(g)?;
+    let fmt_ts = h.has_timestamps();
+    match g.format {
+        Some(Format::Cobra) => {
+            krait_history::write_cobra_dir(&h, &g.out, fmt_ts)?;
+        }
+        Some(Format::Jsonl) | None => save(&h, &g.out, fmt_ts)?,
+        Some(f) => {
+            anyhow::bail!("krait writes native JSON Lines and Cobra logs; {f:?} is read-only")
+        }
+    }
+    eprintln!("wrote {} transactions to {}", h.num_txns(), g.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The history `g` asks for, in memory.
+pub(crate) fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::History> {
+    let base = match g.workload.as_str() {
+        "blindw-rm" => BlindW::rm(g.txns),
+        "blindw-rw" => BlindW::rw(g.txns),
+        "blindw-wm" => BlindW::wm(g.txns),
+        w => anyhow::bail!(
+            "unknown workload {w:?}: the simulated store runs blindw-rm, blindw-rw, blindw-wm"
+        ),
+    };
+    Ok(krait_workloads::blindw(&BlindW {
+        sessions: g.sessions,
+        keys: g.keys,
+        fence_every: g.fence_every,
+        ns_per_txn: g.txn_interval.as_nanos() as u64,
+        stale_reads: g.stale_reads,
+        fractured_reads: g.fractured_reads,
+        seed: g.seed,
+        ..base
+    }))
+}

@@ -1,0 +1,148 @@
+//! `krait run`: drive a workload against a database with N recording clients through the
+//! collector, report throughput and latency, and optionally check the history it wrote.
+
+use crate::cmd::check::{self, CheckArgs};
+use crate::{exit, progress};
+use clap::Args;
+use krait_collector::{Isolation, RunConfig, RunReport};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// `sqlite[:PATH]` (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.
+    #[arg(long, default_value = "sqlite")]
+    pub(crate) store: String,
+    /// blindw-rm, blindw-rw, blindw-wm, twitter, rubis, tpcc, write-skew, lost-update.
+    #[arg(long, default_value = "blindw-rw")]
+    pub(crate) workload: String,
+    #[arg(long, default_value_t = 8)]
+    pub(crate) clients: usize,
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) txns: usize,
+    #[arg(long, default_value = "serializable")]
+    pub(crate) isolation: Isolation,
+    /// Where each session's history goes (one .jsonl per session).
+    #[arg(long, default_value = "krait-history")]
+    pub(crate) out: PathBuf,
+    /// Do not record (the baseline for measuring the collector's overhead).
+    #[arg(long)]
+    pub(crate) no_record: bool,
+    /// A fence transaction every N transactions per session; 0 for none.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) fence_every: usize,
+    /// fsync the log after every transaction.
+    #[arg(long)]
+    pub(crate) fsync: bool,
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Check the recorded history when the run ends.
+    #[arg(long)]
+    pub(crate) check: bool,
+    /// Replace the session logs an earlier run left in --out (refused otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Runs the workload, prints throughput and latency, and (`--check`) checks the history.
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(a.clients > 0, "--clients must be at least 1");
+    let backend = krait_collector::backend(&a.store, a.isolation)?;
+    let w = krait_workloads::by_name(&a.workload, a.clients)?;
+    // Earlier logs in --out are the user's: refused here, as a usage error (exit 2), unless
+    // --force; the collector checks again under its lock.
+    if !a.no_record && !a.force {
+        let old = krait_history::jsonl_dir_files(&a.out)
+            .map(|f| f.len())
+            .unwrap_or(0);
+        anyhow::ensure!(
+            old == 0,
+            "{} already holds {old} session logs; use --force to replace them, or another directory",
+            a.out.display()
+        );
+    }
+    let cfg = RunConfig {
+        clients: a.clients,
+        txns: a.txns,
+        // The baseline is the unmodified client: no log and no fences.
+        fence_every: (a.fence_every > 0 && !a.no_record).then_some(a.fence_every),
+        out: (!a.no_record).then(|| a.out.clone()),
+        fsync: a.fsync,
+        seed: a.seed,
+        replace: a.force,
+    };
+    eprintln!(
+        "running {} with {} clients on {}",
+        w.name(),
+        a.clients,
+        backend.describe()
+    );
+    let done = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        let (done, stop, total) = (&done, &stop, a.txns as u64);
+        scope.spawn(move || progress::run_bar(done, stop, total));
+        let r = krait_collector::run(backend.as_ref(), w.as_ref(), &cfg, done);
+        stop.store(true, Ordering::Relaxed);
+        r
+    });
+    let report = match report {
+        Ok(r) => r,
+        // The database or the log failed for good (not the input): exit 4, and the logs
+        // written so far still load (a cut last line is read as what its bytes prove).
+        Err(e) => {
+            eprintln!("error: the run stopped: {e}");
+            if !a.no_record {
+                eprintln!(
+                    "the history written so far is in {} (it loads; check it with krait check)",
+                    a.out.display()
+                );
+            }
+            return Ok(ExitCode::from(exit::RUN_FAILED));
+        }
+    };
+    print_report(&report);
+    if a.no_record {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "history: {} ({} bytes, {:.0} bytes per 1,000 transactions)",
+        a.out.display(),
+        report.history_bytes,
+        report.bytes_per_1000()
+    );
+    if a.check {
+        println!();
+        return check::run(&CheckArgs::defaults(a.out));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Throughput, outcomes and latency percentiles of a finished run.
+fn print_report(report: &RunReport) {
+    println!(
+        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown, {} reconnects",
+        report.latencies.len(),
+        report.wall.as_secs_f64(),
+        report.throughput(),
+        report.committed,
+        report.aborted,
+        report.unknown,
+        report.reconnects
+    );
+    println!(
+        "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}",
+        ms(report.percentile(0.5)),
+        ms(report.percentile(0.9)),
+        ms(report.percentile(0.99))
+    );
+    if let Some(why) = report.abort_examples.first() {
+        println!("an abort: {why}");
+    }
+}

@@ -1,0 +1,44 @@
+//! `krait verify-certificate`: confirm a verdict against the raw history with krait-verify, a
+//! second checker written apart from the first, so a bug in the checker cannot vouch for itself.
+
+use crate::exit;
+use crate::files::load;
+use anyhow::Context;
+use clap::Args;
+use krait_history::Format;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+// The arguments of `krait verify-certificate`.
+#[derive(Args)]
+pub struct VerifyCertificateArgs {
+    /// The history the verdict is about.
+    pub(crate) history: PathBuf,
+    /// The verdict: the output of `krait check HISTORY --json` (with --order for an ACCEPT).
+    pub(crate) cert: PathBuf,
+    #[arg(long)]
+    pub(crate) format: Option<Format>,
+}
+
+/// Exit 0: confirmed; 1: refuted; 2: bad input; 3: a verdict of a kind it cannot confirm.
+pub fn run(a: &VerifyCertificateArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load(&a.history, a.format)?;
+    let text = std::fs::read_to_string(&a.cert)
+        .with_context(|| format!("reading {}", a.cert.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a krait check --json verdict", a.cert.display()))?;
+    match krait_verify::verify(&loaded.history, &v) {
+        Ok(what) => {
+            println!("confirmed: {what}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(p @ krait_verify::Problem::Invalid(_)) => {
+            println!("{p}");
+            Ok(ExitCode::from(exit::REJECT))
+        }
+        Err(p) => {
+            println!("{p}");
+            Ok(ExitCode::from(exit::UNKNOWN))
+        }
+    }
+}

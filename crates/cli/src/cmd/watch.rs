@@ -1,0 +1,154 @@
+//! `krait watch`: follow logs that are still being written (native JSON Lines or Cobra) and
+//! check them in rounds, garbage-collecting what no future transaction can affect, until the
+//! logs go quiet, a violation shows up, or forever.
+
+use crate::cmd::check::CheckArgs;
+use crate::duration::parse_duration;
+use crate::exit;
+use crate::online::{self, Printer};
+use clap::Args;
+use krait_checker::online::{Online, OnlineOptions, TxnIn};
+use krait_history::{Follower, Keys, StreamFormat};
+use krait_history::{Format, KeyId};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Args, Clone)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub(crate) check: CheckArgs,
+    /// How often to look for new transactions.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub(crate) interval: Duration,
+    /// Stop, with the final verdict, once the logs have not grown for this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) idle_exit: Option<Duration>,
+    /// How many client sessions to expect: nothing is garbage-collected before all have
+    /// written (a session that starts late would void the epoch guarantee). Files in a
+    /// followed directory count on their own: collection waits until each has a transaction.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) sessions: usize,
+    /// At most this many transactions a round (a backlog is checked in several rounds).
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) max_round: usize,
+    /// How long a read may name a write that no log holds yet before it is rejected as a read
+    /// of a value nobody wrote (on top of two full passes over the logs): the slack for logs
+    /// written with buffering.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub(crate) read_wait: Duration,
+}
+
+/// The online checker seen as the key table a log follower fills.
+struct KeyAdapter<'a>(&'a mut Online);
+
+impl Keys for KeyAdapter<'_> {
+    fn key(&mut self, name: &str) -> KeyId {
+        self.0.key(name)
+    }
+    fn fence_key(&mut self, k: KeyId) {
+        self.0.set_fence_key(k);
+    }
+}
+
+/// Logs still being written, followed until they stop growing (or forever).
+pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
+    let a = &w.check;
+    online::no_order(a)?;
+    let fmt = match a.format {
+        None => None,
+        Some(Format::Jsonl) => Some(StreamFormat::Jsonl),
+        Some(Format::Cobra) => Some(StreamFormat::Cobra),
+        Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
+    };
+    let mut follower = Follower::new(&a.path, fmt)?;
+    let mut on = Online::new(OnlineOptions {
+        // In watch, --round-size caps a round like --max-round.
+        max_admit: a.round_size.unwrap_or(w.max_round).max(1),
+        read_wait: w.read_wait,
+        ..online::options(a)
+    });
+    on.min_sessions = w.sessions;
+    on.set_cobra_claims(follower.format == StreamFormat::Cobra);
+    let mut out = Printer::new(a.json, true);
+    let t0 = Instant::now();
+    // When the last growth of the logs had been checked: the logs count as idle only when a
+    // poll finds nothing new and was taken --idle-exit after that, so time spent checking a
+    // long round is never taken for a client that went quiet (its half-written line for a
+    // crash).
+    let mut quiet_since = Instant::now();
+    let mut txns = 0u64;
+    if !a.json {
+        eprintln!(
+            "watching {} (new transactions every {} ms{})",
+            a.path.display(),
+            w.interval.as_millis(),
+            match w.idle_exit {
+                Some(d) => format!(", stopping after {:.1} s without any", d.as_secs_f64()),
+                None => ", until interrupted".to_string(),
+            }
+        );
+    }
+    loop {
+        let poll_time = Instant::now();
+        let mut polled = follower.poll(&mut KeyAdapter(&mut on))?;
+        let grew = polled.grew;
+        let ending = !grew
+            && w.idle_exit
+                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d);
+        if ending {
+            let (p, warnings) = follower.finish(&mut KeyAdapter(&mut on))?;
+            for wn in warnings {
+                eprintln!("warning: {wn}");
+            }
+            polled = p;
+        }
+        let step = (|| -> Result<(), krait_checker::online::OnlineError> {
+            for s in &polled.new_sessions {
+                on.session(s)?;
+            }
+            for t in polled.txns {
+                txns += 1;
+                let session = on.session(&t.session)?;
+                on.push(TxnIn {
+                    session,
+                    ext: t.ext,
+                    status: t.status,
+                    start: t.start,
+                    commit: t.commit,
+                    ops: t.ops,
+                    lists: t.lists,
+                    claims: t.claims,
+                })?;
+            }
+            on.next_sweep(polled.provisional.into_iter().collect());
+            on.hold_gc = follower.silent_files() > 0;
+            // A backlog takes several rounds.
+            while let Some(st) = on.round()? {
+                out.lag(&on);
+                out.round(&st);
+                if on.verdict().is_some() {
+                    return Ok(());
+                }
+            }
+            if ending {
+                for st in on.finish()? {
+                    out.round(&st);
+                }
+                out.lag(&on);
+            }
+            Ok(())
+        })();
+        if let Err(e) = step {
+            eprintln!("error: {}: {e}", a.path.display());
+            return Ok(ExitCode::from(exit::BAD_INPUT));
+        }
+        if on.verdict().is_some() || ending {
+            break;
+        }
+        if grew {
+            quiet_since = Instant::now();
+        }
+        std::thread::sleep(w.interval);
+    }
+    out.end(a, &on, t0.elapsed(), txns)
+}
