@@ -4,7 +4,7 @@
 
 use crate::common::mb;
 use clap::Args;
-use krait_checker::online::{Online, OnlineOptions, TxnIn};
+use krait_checker::online::{Online, OnlineOptions, TxnRecord};
 use krait_cli::memory::{peak_rss_bytes, rss_bytes};
 use krait_workloads::{BlindW, BlindWStream};
 use std::process::ExitCode;
@@ -68,7 +68,7 @@ pub fn run(a: StreamArgs) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let mut last = (Instant::now(), 0usize);
     for (i, t) in BlindWStream::new(&p).take(a.txns).enumerate() {
-        on.push(TxnIn {
+        on.push(TxnRecord {
             session: t.session as u32,
             ext: t.ext,
             status: krait_history::TxnStatus::Committed,

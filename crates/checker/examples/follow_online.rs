@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo run -p krait-checker --example follow_online`
 
-use krait_checker::online::{Online, OnlineOptions, TxnIn};
+use krait_checker::online::{Online, OnlineOptions, TxnRecord};
 use krait_history::{OpKind, TxnStatus, NATIVE_FENCE_KEY, NO_TIME};
 
 fn main() -> Result<(), krait_checker::online::OnlineError> {
@@ -17,7 +17,7 @@ fn main() -> Result<(), krait_checker::online::OnlineError> {
     let mut ext = 0u64;
     let mut txn = |session, ops: Vec<(OpKind, u32, u64)>| {
         ext += 1;
-        TxnIn {
+        TxnRecord {
             session,
             ext,
             status: TxnStatus::Committed,

@@ -38,6 +38,7 @@ mod pipeline;
 mod realtime;
 mod report;
 mod ser;
+mod stats;
 
 pub use cert::{
     classify, Anomaly, CertCase, CertConstraint, CertEdge, CertOption, CertTxn, Certificate,
@@ -46,7 +47,8 @@ pub use cert::{
 pub use graph::EdgeKind;
 pub use krait_solver::Budget;
 pub use options::{Options, SolverKind};
-pub use report::{CheckError, CheckStats, Report, Timings, Verdict};
+pub use report::{CheckError, Report, Verdict};
+pub use stats::{CheckStats, Timings};
 
 use krait_history::History;
 

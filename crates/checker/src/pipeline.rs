@@ -58,7 +58,10 @@ pub(crate) fn run(
     let t1 = Instant::now();
     let committed_unknown = carried.map_or(&[][..], |c| &c.committed_unknown[..]);
     let mut b = match graph::build(h, &r, &opts, committed_unknown) {
-        Ok(b) => b,
+        Ok((mut b, facts)) => {
+            ser::add_chains(&mut b, facts, &opts);
+            b
+        }
         Err(finding) => {
             timings.graph = t1.elapsed();
             let t = Instant::now();

@@ -1,9 +1,9 @@
 //! What a check answers: the verdict (with its certificate), statistics, per-phase timings and,
 //! on ACCEPT when asked, a serial order; and the errors that are about the input, not the verdict.
 
+use crate::stats::{CheckStats, Timings};
 use crate::Certificate;
 use serde::Serialize;
-use std::time::Duration;
 
 /// The answer about one history.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -36,52 +36,6 @@ impl Verdict {
             _ => None,
         }
     }
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-/// Wall-clock time per phase of one check.
-pub struct Timings {
-    /// Naming each read's writer.
-    pub resolve: Duration,
-    /// Building the known graph, chains and constraints.
-    pub graph: Duration,
-    /// Pruning by reachability.
-    pub prune: Duration,
-    /// The solver, on what pruning left.
-    pub solve: Duration,
-    /// Building the certificate of a REJECT.
-    pub certificate: Duration,
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-/// Sizes of what one check built and decided.
-pub struct CheckStats {
-    /// Transactions in the graph: committed ones, and unknown outcomes someone read from.
-    pub txns_checked: usize,
-    /// Unknown outcomes nobody read from, left out (they may never have committed).
-    pub unknown_outcome_excluded: usize,
-    /// Graph nodes: transactions, the initial state, gates, real-time points, hubs.
-    pub nodes: usize,
-    /// Known edges after pruning (facts and what pruning decided).
-    pub known_edges: usize,
-    /// Real-time edges (strict serializability).
-    pub realtime_edges: usize,
-    /// Either/or constraints before pruning.
-    pub constraints: usize,
-    /// Constraints left to the solver.
-    pub constraints_after_prune: usize,
-    /// Pruning passes run.
-    pub prune_rounds: u32,
-    /// Strongly connected components solved apart.
-    pub components: usize,
-    /// Constraints in the largest of them.
-    pub largest_component_constraints: usize,
-    /// Solver conflicts, decisions and propagations, summed over components.
-    pub conflicts: u64,
-    /// See `conflicts`.
-    pub decisions: u64,
-    /// See `conflicts`.
-    pub propagations: u64,
 }
 
 /// Everything one check says.

@@ -67,8 +67,16 @@ impl Keys for KeyTable {
 fn followed(dir: &Path) -> Txns {
     let mut f = Follower::new(dir, None).unwrap();
     let mut keys = KeyTable::default();
-    let mut txns = f.poll(&mut keys).unwrap().txns;
-    txns.extend(f.finish(&mut keys).unwrap().0.txns);
+    let first = f.poll(&mut keys).unwrap();
+    let (last, _) = f.finish(&mut keys).unwrap();
+    // Records carry the follower's session numbers; its names come in the order numbered.
+    let names: Vec<String> = first
+        .new_sessions
+        .into_iter()
+        .chain(last.new_sessions)
+        .collect();
+    let mut txns = first.txns;
+    txns.extend(last.txns);
     let mut out: Txns = txns
         .into_iter()
         .map(|t| {
@@ -77,7 +85,7 @@ fn followed(dir: &Path) -> Txns {
                 .iter()
                 .map(|&(k, key, v)| (k, keys.0[key as usize].clone(), v))
                 .collect();
-            (t.session, t.ext, t.status, ops)
+            (names[t.session as usize].clone(), t.ext, t.status, ops)
         })
         .collect();
     out.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));

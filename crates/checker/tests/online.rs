@@ -3,7 +3,7 @@
 mod common;
 
 use common::Rng;
-use krait_checker::online::{replay, Online, OnlineOptions, TxnIn};
+use krait_checker::online::{replay, Online, OnlineOptions, TxnRecord};
 use krait_checker::{check, Options, Verdict};
 use krait_history::{History, SimpleTxn, TxnStatus, NATIVE_FENCE_KEY};
 
@@ -25,7 +25,7 @@ fn push_all(on: &mut Online, txns: &[SimpleTxn]) {
             .map(|(k, key, v)| (*k, on.key(key), *v))
             .collect();
         let s = on.session(&format!("s{}", t.session)).unwrap();
-        on.push(TxnIn {
+        on.push(TxnRecord {
             session: s,
             ext: t.id,
             status: t.status,

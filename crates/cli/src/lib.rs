@@ -11,6 +11,5 @@ pub mod memory;
 
 mod duration;
 mod files;
-mod online;
 mod output;
 mod progress;

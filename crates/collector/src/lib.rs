@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod connect;
 mod mysql;
 mod postgres;
 mod run;
@@ -13,5 +14,6 @@ mod session;
 mod sqlite;
 mod store;
 
+pub use connect::backend;
 pub use run::{run, RunConfig, RunReport};
-pub use store::{backend, Backend, Isolation, Store, StoreError, UnknownIsolation};
+pub use store::{Backend, Isolation, Store, StoreError, UnknownIsolation};

@@ -87,30 +87,6 @@ pub trait Backend: Send + Sync {
     fn connect(&self) -> Result<Box<dyn Store>, StoreError>;
 }
 
-/// Parses `sqlite`, `sqlite:PATH`, `postgres://…`/`postgresql://…`, `mysql://…`/`mariadb://…`.
-pub fn backend(spec: &str, isolation: Isolation) -> Result<Box<dyn Backend>, StoreError> {
-    if spec == "sqlite" || spec.starts_with("sqlite:") {
-        let path = spec
-            .strip_prefix("sqlite:")
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("krait-{}.sqlite", std::process::id()))
-            });
-        return Ok(Box::new(crate::sqlite::Sqlite::new(path, isolation)?));
-    }
-    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        return Ok(Box::new(crate::postgres::Postgres::new(spec, isolation)));
-    }
-    if spec.starts_with("mysql://") || spec.starts_with("mariadb://") {
-        let url = spec.replacen("mariadb://", "mysql://", 1);
-        return Ok(Box::new(crate::mysql::MySql::new(&url, isolation)));
-    }
-    Err(StoreError::Fatal(format!(
-        "unknown store {spec:?}: use sqlite[:PATH], postgres://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB"
-    )))
-}
-
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A database URL fit to print: its password, if any, replaced by `***`.

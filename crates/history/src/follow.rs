@@ -2,7 +2,7 @@
 //! one and returns the transactions completed in it, in each file's order.
 //!
 //! Input: a native JSON Lines file or directory of `*.jsonl`, or a Cobra log directory. Output
-//! per poll: [`StreamTxn`]s (keys interned by the caller), plus the writes of records still being
+//! per poll: [`TxnRecord`]s (keys interned by the caller, sessions numbered by the follower), plus the writes of records still being
 //! written (a reader may already have seen them), and input errors with file and line/offset.
 //!
 //! A module of its own, above `formats` rather than inside it: following is a way of reading
@@ -14,7 +14,7 @@ use crate::error::{InputError, Location};
 use crate::formats::cobra::{self, Decoder, Record};
 use crate::formats::{jsonl, regular};
 use crate::fxhash::FxHashMap;
-use crate::model::{KeyId, Keys, OpKind, StreamTxn, TxnStatus, DELETE_WRITE_ID};
+use crate::model::{KeyId, Keys, OpKind, TxnRecord, TxnStatus, DELETE_WRITE_ID};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -22,10 +22,12 @@ use std::path::{Path, PathBuf};
 #[derive(Default, Debug)]
 pub struct Polled {
     /// The transactions completed since the last poll, in each file's order.
-    pub txns: Vec<StreamTxn>,
+    pub txns: Vec<TxnRecord>,
     /// (key, value) of writes in records not finished yet.
     pub provisional: Vec<(KeyId, u64)>,
-    /// Session names in the order their files were found (Cobra: one per file).
+    /// Names of the sessions first seen in this poll, in the order of their numbers: the
+    /// follower numbers sessions from 0 as it first sees them (Cobra: one per file, when the
+    /// file is found; JSON Lines: a line's `session`), and every record carries its number.
     pub new_sessions: Vec<String>,
     /// Whether any file grew (or appeared) since the last poll, even by a part of a record.
     pub grew: bool,
@@ -42,6 +44,8 @@ struct Tail {
     ts: Option<bool>,
     /// Transactions this file has given so far.
     txns: u64,
+    /// Cobra: the file's session number.
+    session: u32,
     /// The file's identity (device, inode) when first read: a log replaced under the same
     /// name is another history, not more of this one.
     id: Option<(u64, u64)>,
@@ -67,6 +71,7 @@ impl Tail {
             line: 0,
             ts: None,
             txns: 0,
+            session: 0,
             id: None,
         }
     }
@@ -130,6 +135,19 @@ pub struct Follower {
     cobra_keys: FxHashMap<u64, KeyId>,
     /// The logs ended: decide what is still undecided (the Cobra variant of a short file).
     ending: bool,
+    /// Session names → numbers, in the order first seen.
+    sessions: FxHashMap<String, u32>,
+}
+
+/// The number of session `name`, a new one (announced in `new`) on first sight.
+fn session_number(sessions: &mut FxHashMap<String, u32>, new: &mut Vec<String>, name: &str) -> u32 {
+    if let Some(&s) = sessions.get(name) {
+        return s;
+    }
+    let s = sessions.len() as u32;
+    sessions.insert(name.to_string(), s);
+    new.push(name.to_string());
+    s
 }
 
 impl Follower {
@@ -151,6 +169,7 @@ impl Follower {
             is_dir,
             cobra_keys: Default::default(),
             ending: false,
+            sessions: Default::default(),
         })
     }
 
@@ -167,10 +186,12 @@ impl Follower {
         };
         for f in files {
             if !self.tails.iter().any(|t| t.path == f) {
+                let mut tail = Tail::new(f);
                 if self.format == StreamFormat::Cobra {
-                    out.new_sessions.push(cobra::session_name(&f));
+                    let name = cobra::session_name(&tail.path);
+                    tail.session = session_number(&mut self.sessions, &mut out.new_sessions, &name);
                 }
-                self.tails.push(Tail::new(f));
+                self.tails.push(tail);
                 out.grew = true;
             }
         }
@@ -185,7 +206,9 @@ impl Follower {
             out.grew |= self.tails[i].read_more()?;
             let before = out.txns.len();
             match self.format {
-                StreamFormat::Jsonl => jsonl_take(&mut self.tails[i], keys, &mut out)?,
+                StreamFormat::Jsonl => {
+                    jsonl_take(&mut self.tails[i], keys, &mut self.sessions, &mut out)?
+                }
                 StreamFormat::Cobra => {
                     let t = &mut self.tails[i];
                     cobra_take(t, &mut self.cobra_keys, keys, &mut out, self.ending)?
@@ -223,7 +246,11 @@ impl Follower {
                             jsonl::CUT_HEAD
                         )),
                         Some(jsonl::Repair::Fixed(fixed, _)) => {
-                            let rec = jsonl::parse_stream_line(&fixed, &t.path, at, keys)?;
+                            let mut number = |name: &str| {
+                                session_number(&mut self.sessions, &mut out.new_sessions, name)
+                            };
+                            let rec =
+                                jsonl::parse_stream_line(&fixed, &t.path, at, keys, &mut number)?;
                             warnings.push(format!(
                                 "{}: {at}the last line is cut short (the client stopped): read as a transaction with outcome {}",
                                 t.path.display(),
@@ -253,7 +280,12 @@ impl Follower {
     }
 }
 
-fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(), InputError> {
+fn jsonl_take(
+    t: &mut Tail,
+    keys: &mut dyn Keys,
+    sessions: &mut FxHashMap<String, u32>,
+    out: &mut Polled,
+) -> Result<(), InputError> {
     let mut consumed = 0;
     while let Some(nl) = t.buf[consumed..].iter().position(|&b| b == b'\n') {
         let line = &t.buf[consumed..consumed + nl];
@@ -266,8 +298,9 @@ fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(),
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        out.txns
-            .push(jsonl::parse_stream_line(text, &t.path, at, keys)?);
+        let mut number = |name: &str| session_number(sessions, &mut out.new_sessions, name);
+        let rec = jsonl::parse_stream_line(text, &t.path, at, keys, &mut number)?;
+        out.txns.push(rec);
     }
     t.buf.drain(..consumed);
     // A line still being written: its writes may already be visible to readers.
@@ -275,7 +308,9 @@ fn jsonl_take(t: &mut Tail, keys: &mut dyn Keys, out: &mut Polled) -> Result<(),
         let text = String::from_utf8_lossy(&t.buf);
         if let Some(jsonl::Repair::Fixed(fixed, _)) = jsonl::repair(text.trim()) {
             let at = Location::Line(t.line + 1);
-            if let Ok(rec) = jsonl::parse_stream_line(&fixed, &t.path, at, keys) {
+            // Its session is not announced until the line is complete.
+            let mut no_number = |_: &str| u32::MAX;
+            if let Ok(rec) = jsonl::parse_stream_line(&fixed, &t.path, at, keys, &mut no_number) {
                 out.provisional.extend(
                     rec.ops
                         .iter()
@@ -309,7 +344,6 @@ fn cobra_take(
         }
     };
     let base = t.offset - t.buf.len() as u64;
-    let session = cobra::session_name(&t.path);
     let mut key_of = |h: u64| -> KeyId {
         *hashes.entry(h).or_insert_with(|| {
             let (name, fence) = cobra::key_name(h);
@@ -338,9 +372,9 @@ fn cobra_take(
             Record::Commit {
                 txn, start, commit, ..
             } => {
-                out.txns.push(StreamTxn {
+                out.txns.push(TxnRecord {
                     lists: Vec::new(),
-                    session: session.clone(),
+                    session: t.session,
                     ext: txn,
                     status: TxnStatus::Committed,
                     start,

@@ -67,7 +67,11 @@ fn jsonl_line_cut_anywhere() {
     assert_eq!(got.txns.len(), 1);
     let t = &got.txns[0];
     assert_eq!(
-        (t.session.as_str(), t.ext, t.status),
+        (
+            got.new_sessions[t.session as usize].as_str(),
+            t.ext,
+            t.status
+        ),
         ("a", 1, TxnStatus::Committed)
     );
     assert_eq!(

@@ -21,6 +21,8 @@ mod workload;
 mod write_skew;
 
 #[cfg(test)]
+mod apps_tests;
+#[cfg(test)]
 mod testkit;
 
 pub use blindw::BlindWKv;

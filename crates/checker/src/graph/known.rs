@@ -2,7 +2,7 @@
 //! session order and write→read edges, and the read-modify-write steps that later become chains.
 //! A read no serial order can explain is returned as a typed [`Finding`], not in words.
 
-use super::{EdgeKind, Label, Node, NO_KEY};
+use super::{EdgeKind, Facts, Label, Node, NO_KEY};
 use crate::findings::Finding;
 use crate::Options;
 use krait_history::{History, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, FROM_NOBODY};
@@ -118,24 +118,15 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
     (inc, excluded_unknown)
 }
 
-/// What the transactions state, key by key: external reads (key, writer node, reader node),
-/// installed writes (key, writer node) and read-modify-write steps (key, predecessor, node).
-#[derive(Default)]
-pub(crate) struct Facts {
-    pub reads: Vec<(u32, Node, Node)>,
-    pub writes: Vec<(u32, Node)>,
-    pub rmws: Vec<(u32, Node, Node)>,
-}
-
-/// The known graph of `h` and its chains' raw material, or the first finding that rules out
-/// every serial order. `committed_unknown`: unknown outcomes known (from earlier rounds) to have
-/// committed.
+/// The known graph of `h` and what its transactions stated (the raw material of a level's
+/// constraints), or the first finding that rules out every serial order. `committed_unknown`:
+/// unknown outcomes known (from earlier rounds) to have committed.
 pub fn build(
     h: &History,
     r: &Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
-) -> Result<Built, Finding> {
+) -> Result<(Built, Facts), Finding> {
     let (inc, excluded_unknown) = included(h, r, committed_unknown);
     // Claims Cobra's logs make that the history contradicts.
     for (op, problem) in &r.problems {
@@ -193,12 +184,7 @@ pub fn build(
     // Several reads may reveal the same step of a version order.
     f.rmws.dedup();
     one_step_each(h, &b, &f.rmws, &real_rmws, opts)?;
-    if !opts.combine {
-        f.rmws.clear();
-    }
-    crate::ser::chains_and_constraints(&mut b, &f.reads, &f.writes, &f.rmws, opts);
-    b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
-    Ok(b)
+    Ok((b, f))
 }
 
 /// Session order, skipping transactions that are not included. A transaction whose outcome is

@@ -1,8 +1,7 @@
 //! List-append reads (Elle): what a whole list states about its key's version order, or the
 //! finding that no version order can give it.
 
-use super::known::Facts;
-use super::{Built, EdgeKind, Label, INIT};
+use super::{Built, EdgeKind, Facts, Label, INIT};
 use crate::findings::{Finding, Misplaced};
 use krait_history::{History, OpKind, Resolution, TxnId};
 

@@ -185,3 +185,12 @@ pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
     }
     (comp, ncomp)
 }
+
+/// What the transactions state, key by key: external reads (key, writer node, reader node),
+/// installed writes (key, writer node) and read-modify-write steps (key, predecessor, node).
+#[derive(Default)]
+pub(crate) struct Facts {
+    pub reads: Vec<(u32, Node, Node)>,
+    pub writes: Vec<(u32, Node)>,
+    pub rmws: Vec<(u32, Node, Node)>,
+}

@@ -2,11 +2,11 @@
 //! every other transaction its session's next committed fence's number minus one, and `agree`,
 //! the least number every session still sending has reached.
 
-use super::{Online, TxnIn, Writer, NONE};
+use super::{Online, TxnRecord, Writer, NONE};
 use krait_history::{OpKind, TxnStatus};
 
 impl Online {
-    pub(super) fn is_fence_txn(&self, t: &TxnIn) -> bool {
+    pub(super) fn is_fence_txn(&self, t: &TxnRecord) -> bool {
         match (self.fence_key, t.ops.first()) {
             (Some(fk), Some(&(kind, k, _))) => k == fk && kind != OpKind::Write,
             _ => false,

@@ -1,7 +1,7 @@
 //! Online verification: a history that keeps growing, checked in rounds with bounded memory
 //! (the paper's §4: fences, epochs, garbage collection).
 //!
-//! Input: transactions as they arrive ([`TxnIn`], per session, in session order), then
+//! Input: transactions as they arrive ([`TxnRecord`], per session, in session order), then
 //! [`Online::round`] whenever a round is due. Output per round: [`RoundStats`], and the verdict
 //! once a round finds a violation (the certificate then describes the transactions still held).
 //!
@@ -35,8 +35,9 @@ mod replay;
 mod round;
 mod types;
 
+pub use krait_history::TxnRecord;
 pub use replay::replay;
-pub use types::{OnlineError, OnlineOptions, RoundStats, TxnIn};
+pub use types::{OnlineError, OnlineOptions, RoundStats};
 
 use crate::Report;
 use krait_history::DELETE_WRITE_ID;
@@ -49,7 +50,7 @@ const NONE: u32 = u32::MAX;
 const DELETED_MEMORY: usize = 1 << 18;
 
 struct Live {
-    t: TxnIn,
+    t: TxnRecord,
     /// Op indices of reads whose writer was deleted (left out of later rebuilds).
     ghost: Vec<u32>,
     /// An unknown outcome that an earlier round found read: it committed, at a time unknown.
@@ -59,7 +60,7 @@ struct Live {
 }
 
 struct Queued {
-    t: TxnIn,
+    t: TxnRecord,
     seq: u64,
     sweep: u64,
     seen_at: Instant,
@@ -196,7 +197,7 @@ impl Online {
         self.fence_key = Some(k);
     }
 
-    /// Histories from Cobra's logs carry claims per op (see [`TxnIn::claims`]).
+    /// Histories from Cobra's logs carry claims per op (see [`TxnRecord::claims`]).
     pub fn set_cobra_claims(&mut self, on: bool) {
         self.cobra_claims = on;
     }
@@ -232,7 +233,7 @@ impl Online {
 
     /// Queues a transaction; it is admitted by a later round, once the writes its reads name
     /// have arrived. A duplicate write value or a list after collection began is an error.
-    pub fn push(&mut self, t: TxnIn) -> Result<(), OnlineError> {
+    pub fn push(&mut self, t: TxnRecord) -> Result<(), OnlineError> {
         self.seq += 1;
         if !t.lists.is_empty() {
             if self.deleted_total > 0 {

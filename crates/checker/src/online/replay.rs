@@ -1,6 +1,6 @@
 //! Replaying a finished history through the online checker, as live clients would deliver it.
 
-use super::{Online, OnlineError, OnlineOptions, RoundStats, TxnIn};
+use super::{Online, OnlineError, OnlineOptions, RoundStats, TxnRecord};
 use krait_history::{KeyId, OpKind};
 
 /// Replays a finished history in rounds of `round_size` transactions, in commit-time order when
@@ -68,7 +68,7 @@ pub fn replay(
                 .collect(),
             None => Vec::new(),
         };
-        on.push(TxnIn {
+        on.push(TxnRecord {
             session: s as u32,
             ext: h.txn_ext[t as usize],
             status: h.txn_status[t as usize],

@@ -2,45 +2,7 @@
 //! options, what each round did, and errors about the input stream.
 
 use crate::Options;
-use krait_history::{KeyId, OpKind, TxnStatus};
 use std::time::Duration;
-
-/// A transaction as it arrives.
-#[derive(Clone, Debug)]
-pub struct TxnIn {
-    /// Its session, as [`super::Online::session`] numbered it.
-    pub session: u32,
-    /// Its id in the history (unique).
-    pub ext: u64,
-    /// Committed, aborted, or unknown (the client never learnt).
-    pub status: TxnStatus,
-    /// Start time in ns (`krait_history::NO_TIME` when not recorded).
-    pub start: u64,
-    /// Commit (or end) time in ns (`krait_history::NO_TIME` when not recorded).
-    pub commit: u64,
-    /// (kind, key, value) per operation, in program order.
-    pub ops: Vec<(OpKind, KeyId, u64)>,
-    /// (op index, list) of list-append reads: the op reads the list's last element.
-    pub lists: Vec<(u32, Vec<u64>)>,
-    /// Cobra's claims per op: (value hash, named writer txn); empty when the format has none.
-    pub claims: Vec<(u64, u64)>,
-}
-
-impl TxnIn {
-    /// Every (key, value) a read needs a write of: read values and list elements.
-    pub(super) fn needs(&self) -> impl Iterator<Item = (KeyId, u64)> + '_ {
-        let reads = self
-            .ops
-            .iter()
-            .filter(|o| o.0 == OpKind::Read)
-            .map(|o| (o.1, o.2));
-        let elements = self.lists.iter().flat_map(move |(i, l)| {
-            let k = self.ops[*i as usize].1;
-            l.iter().map(move |&v| (k, v))
-        });
-        reads.chain(elements)
-    }
-}
 
 /// How the online checker checks and collects.
 #[derive(Clone, Debug)]

@@ -24,7 +24,7 @@ fn key_groups<T>(v: &[T], key: impl Fn(&T) -> u32) -> impl Iterator<Item = (u32,
     })
 }
 
-pub(crate) fn chains_and_constraints(
+pub(super) fn chains_and_constraints(
     b: &mut Built,
     reads: &[(u32, Node, Node)],
     writes: &[(u32, Node)],

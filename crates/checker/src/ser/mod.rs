@@ -7,11 +7,11 @@ mod chains;
 mod prune;
 mod solve;
 
-pub(crate) use chains::chains_and_constraints;
 pub(crate) use solve::{serial_order, with_both_sides};
 
-use crate::graph::Built;
-use crate::{CheckStats, Options, Timings};
+use crate::graph::{Built, Facts};
+use crate::stats::{CheckStats, Timings};
+use crate::Options;
 use std::time::Instant;
 
 /// How the level's decision ended.
@@ -29,6 +29,16 @@ pub(crate) enum Decided {
     Unsat { remaining: Vec<u32>, core: Vec<u32> },
     /// The solver's budget ran out.
     Unknown(String),
+}
+
+/// Read-modify-write chains per key and the constraints between them, from what the
+/// transactions stated (with `combine` off, every write is a chain of its own).
+pub(crate) fn add_chains(b: &mut Built, mut f: Facts, opts: &Options) {
+    if !opts.combine {
+        f.rmws.clear();
+    }
+    chains::chains_and_constraints(b, &f.reads, &f.writes, &f.rmws, opts);
+    b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
 }
 
 /// Prunes, then solves what is left; fills the stats and timings of both phases.

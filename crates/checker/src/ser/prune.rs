@@ -4,7 +4,8 @@
 use crate::graph::{
     self, gate_preds, Built, ChainReach, Csr, EdgeKind, Label, Node, Reach, ReachCtx,
 };
-use crate::{CheckStats, Options};
+use crate::stats::CheckStats;
+use crate::Options;
 use rayon::prelude::*;
 
 /// Decides constraints whose one side would close a cycle, adding the other side as known

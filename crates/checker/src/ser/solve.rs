@@ -2,7 +2,8 @@
 //! at a time; on ACCEPT, a serial order from the chosen options.
 
 use crate::graph::{self, Built, Csr, Label, Node};
-use crate::{CheckStats, Options, SolverKind};
+use crate::stats::CheckStats;
+use crate::{Options, SolverKind};
 use krait_history::History;
 use krait_solver::{Engine, Outcome};
 use rayon::prelude::*;

@@ -1,9 +1,12 @@
-//! One module per subcommand, each with its arguments (a clap `Args` struct) and its `run`.
+//! One module per subcommand, each with its arguments (a clap `Args` struct) and its `run`;
+//! `online` holds what `check --round-size` and `watch` share.
 
+mod args;
 pub mod check;
 pub mod convert;
 pub mod demo;
 pub mod generate;
+mod online;
 pub mod run;
 pub mod stats;
 pub mod verify_certificate;

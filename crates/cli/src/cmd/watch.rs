@@ -2,12 +2,12 @@
 //! check them in rounds, garbage-collecting what no future transaction can affect, until the
 //! logs go quiet, a violation shows up, or forever.
 
+use super::online::{self, Printer};
 use crate::cmd::check::CheckArgs;
 use crate::duration::parse_duration;
 use crate::exit;
-use crate::online::{self, Printer};
 use clap::Args;
-use krait_checker::online::{Online, OnlineOptions, TxnIn};
+use krait_checker::online::{Online, OnlineOptions};
 use krait_history::{Follower, Keys, StreamFormat};
 use krait_history::{Format, KeyId};
 use std::process::ExitCode;
@@ -77,6 +77,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     // crash).
     let mut quiet_since = Instant::now();
     let mut txns = 0u64;
+    let mut session_ids: Vec<u32> = Vec::new();
     if !a.json {
         eprintln!(
             "watching {} (new transactions every {} ms{})",
@@ -103,22 +104,14 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             polled = p;
         }
         let step = (|| -> Result<(), krait_checker::online::OnlineError> {
+            // The follower numbers sessions as it first sees them; the checker by its own count.
             for s in &polled.new_sessions {
-                on.session(s)?;
+                session_ids.push(on.session(s)?);
             }
-            for t in polled.txns {
+            for mut t in polled.txns {
                 txns += 1;
-                let session = on.session(&t.session)?;
-                on.push(TxnIn {
-                    session,
-                    ext: t.ext,
-                    status: t.status,
-                    start: t.start,
-                    commit: t.commit,
-                    ops: t.ops,
-                    lists: t.lists,
-                    claims: t.claims,
-                })?;
+                t.session = session_ids[t.session as usize];
+                on.push(t)?;
             }
             on.next_sweep(polled.provisional.into_iter().collect());
             on.hold_gc = follower.silent_files() > 0;

@@ -8,7 +8,7 @@
 use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{
-    History, HistoryBuilder, KeyId, Keys, OpKind, StreamTxn, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
+    History, HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
 };
 use serde::Deserialize;
 use std::borrow::Cow;
@@ -283,7 +283,8 @@ pub(crate) fn parse_stream_line(
     path: &Path,
     at: Location,
     keys: &mut dyn Keys,
-) -> Result<StreamTxn, InputError> {
+    session: &mut dyn FnMut(&str) -> u32,
+) -> Result<TxnRecord, InputError> {
     let l: LineIn = serde_json::from_str(text)
         .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
     let status = parse_status(l.status.as_deref(), path, at)?;
@@ -294,9 +295,9 @@ pub(crate) fn parse_stream_line(
         ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
     }
     check_times(&l, path, at)?;
-    Ok(StreamTxn {
+    Ok(TxnRecord {
         lists,
-        session: l.session.to_key().into_owned(),
+        session: session(&l.session.to_key()),
         ext: l.txn,
         status,
         start: l.start.unwrap_or(NO_TIME),

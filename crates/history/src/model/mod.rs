@@ -14,7 +14,7 @@ pub use builder::HistoryBuilder;
 pub(crate) use resolve::writer_txns;
 pub use resolve::{op_txns, resolve, ReadProblem, Resolution, FROM_INIT, FROM_NOBODY};
 pub use simple::{build_history, BuildError, SimpleTxn};
-pub use stream::{Keys, StreamTxn};
+pub use stream::{Keys, TxnRecord};
 pub use summary::{summarize, Summary};
 
 use crate::fxhash::FxHashMap;

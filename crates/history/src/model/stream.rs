@@ -1,14 +1,18 @@
-//! A transaction on its own, as read from a log still being written: not yet placed in a
-//! [`History`](super::History), its keys interned by the caller's table ([`Keys`]), which the
-//! online checker keeps across polls.
+//! A transaction on its own, as it arrives: read from a log still being written, or replayed
+//! from a finished history, and not yet placed in a [`History`](super::History). Its keys are
+//! interned by the caller's table ([`Keys`]), which the online checker keeps across polls; its
+//! session is a number its producer assigns. The follower and the online checker share this
+//! one record.
 
 use super::{KeyId, OpKind, TxnStatus};
 
-/// One transaction read from a log.
-#[derive(Clone, Debug)]
-pub struct StreamTxn {
-    /// The session's name (the `session` field, or the Cobra log's file stem).
-    pub session: String,
+/// One transaction as it arrives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnRecord {
+    /// Its session, numbered by whoever produced the record: the follower numbers sessions in
+    /// the order it first sees them (their names are in `Polled::new_sessions`, in that order);
+    /// the online checker expects its own numbers (`Online::session`).
+    pub session: u32,
     /// The transaction's id in the input.
     pub ext: u64,
     /// Its outcome.
@@ -23,6 +27,22 @@ pub struct StreamTxn {
     pub lists: Vec<(u32, Vec<u64>)>,
     /// Cobra: (value hash, named writer) per op; empty for native logs.
     pub claims: Vec<(u64, u64)>,
+}
+
+impl TxnRecord {
+    /// Every (key, value) a read needs a write of: read values and list elements.
+    pub fn needs(&self) -> impl Iterator<Item = (KeyId, u64)> + '_ {
+        let reads = self
+            .ops
+            .iter()
+            .filter(|o| o.0 == OpKind::Read)
+            .map(|o| (o.1, o.2));
+        let elements = self.lists.iter().flat_map(move |(i, l)| {
+            let k = self.ops[*i as usize].1;
+            l.iter().map(move |&v| (k, v))
+        });
+        reads.chain(elements)
+    }
 }
 
 /// The caller's key table: name → id. Cobra's fence key is named "FZVERSION".

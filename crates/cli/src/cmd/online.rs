@@ -2,7 +2,7 @@
 //! the printing of rounds and of the final verdict (text, JSON, or JSON Lines for a watch that
 //! may never end).
 
-use crate::cmd::check::CheckArgs;
+use super::args::CheckArgs;
 use crate::output::write_dot;
 use crate::{exit, memory};
 use krait_checker::online::{Online, OnlineOptions, RoundStats};

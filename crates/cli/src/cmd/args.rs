@@ -1,0 +1,135 @@
+//! The arguments `check` takes, which `watch`, `run --check`, `demo` and the benchmarks share,
+//! and the checker options they stand for.
+
+use crate::duration::parse_duration;
+use clap::Args;
+use krait_checker::{Options, SolverKind};
+use krait_history::Format;
+use std::path::PathBuf;
+use std::time::Duration;
+
+// The arguments of `krait check`, also flattened into `krait watch`'s.
+#[derive(Args, Clone)]
+pub struct CheckArgs {
+    pub(crate) path: PathBuf,
+    #[arg(long)]
+    pub(crate) format: Option<Format>,
+    /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Strict serializability: respect real time (needs timestamps).
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// Clock-drift allowance for --strict, e.g. 100ms, 2s, 500us, 0.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub(crate) clock_drift: Duration,
+    /// Do not glue read-modify-writes into chains.
+    #[arg(long)]
+    pub(crate) no_combine: bool,
+    /// One constraint per (reader, writer) instead of per pair of chains.
+    #[arg(long)]
+    pub(crate) no_coalesce: bool,
+    /// Do not decide constraints by reachability before solving.
+    #[arg(long)]
+    pub(crate) no_prune: bool,
+    #[arg(long, default_value_t = 64)]
+    pub(crate) prune_rounds: u32,
+    /// Do not seed solver decisions from the topological order.
+    #[arg(long)]
+    pub(crate) no_order_phase: bool,
+    /// Do not propagate edges that would close cycles in the solver.
+    #[arg(long)]
+    pub(crate) no_theory_propagation: bool,
+    #[arg(long, value_enum, default_value = "cdcl")]
+    pub(crate) solver: SolverArg,
+    /// Give up (UNDECIDED, exit 3) after this many seconds of solving; 0 for no limit.
+    #[arg(long, default_value_t = 600.0)]
+    pub(crate) timeout: f64,
+    /// Per-phase timings.
+    #[arg(long)]
+    pub(crate) timings: bool,
+    /// On ACCEPT, print a serial order of the transactions.
+    #[arg(long)]
+    pub(crate) order: bool,
+    /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
+    #[arg(long)]
+    pub(crate) dot: Option<PathBuf>,
+    /// Report peak memory (for benchmarks).
+    #[arg(long, hide = true)]
+    pub(crate) rss: bool,
+    /// Check in rounds of N transactions (online mode, with garbage collection), printing a
+    /// line per round.
+    #[arg(long)]
+    pub(crate) round_size: Option<usize>,
+    /// Online mode: keep every transaction (no garbage collection).
+    #[arg(long)]
+    pub(crate) no_gc: bool,
+    /// Online mode: carry every path through deleted transactions as its own edge (no
+    /// transitive reduction).
+    #[arg(long)]
+    pub(crate) no_carry_reduction: bool,
+    /// Online mode: keep frontier writers until they are overwritten, instead of letting the
+    /// only possible latest version of a key stand in as its initial version.
+    #[arg(long)]
+    pub(crate) no_fold: bool,
+}
+
+// Which engine decides the constraints left after pruning.
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum SolverArg {
+    Cdcl,
+    BruteForce,
+}
+
+impl CheckArgs {
+    /// `krait check PATH --timings` with every other default (after `krait run --check`).
+    pub(crate) fn defaults(path: PathBuf) -> CheckArgs {
+        CheckArgs {
+            path,
+            format: Some(Format::Jsonl),
+            json: false,
+            strict: false,
+            clock_drift: Duration::from_millis(100),
+            no_combine: false,
+            no_coalesce: false,
+            no_prune: false,
+            prune_rounds: 64,
+            no_order_phase: false,
+            no_theory_propagation: false,
+            solver: SolverArg::Cdcl,
+            timeout: 600.0,
+            timings: true,
+            order: false,
+            dot: None,
+            rss: false,
+            round_size: None,
+            no_gc: false,
+            no_carry_reduction: false,
+            no_fold: false,
+        }
+    }
+
+    /// The checker's options these switches ask for.
+    pub(crate) fn options(&self) -> Options {
+        let mut o = Options {
+            combine: !self.no_combine,
+            coalesce: !self.no_coalesce,
+            prune: !self.no_prune,
+            prune_rounds: self.prune_rounds,
+            strict: self.strict.then_some(self.clock_drift.as_nanos() as u64),
+            solver: match self.solver {
+                SolverArg::Cdcl => SolverKind::Cdcl,
+                SolverArg::BruteForce => SolverKind::BruteForce,
+            },
+            solver_order_phase: !self.no_order_phase,
+            solver_theory_propagation: !self.no_theory_propagation,
+            want_order: self.order,
+            ..Options::default()
+        };
+        // Per check (each online round has its own), counted from the check's start.
+        if self.timeout > 0.0 {
+            o.timeout = Some(Duration::from_secs_f64(self.timeout));
+        }
+        o
+    }
+}
