@@ -5,6 +5,8 @@
 //! Exit codes are in [`exit`]: 0 ACCEPT, 1 REJECT, 2 bad input or usage, 3 UNKNOWN (solver
 //! budget exhausted), 4 a run stopped by its database.
 
+#![warn(missing_docs)]
+
 pub mod cmd;
 pub mod exit;
 pub mod memory;

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 // The arguments of `krait check`, also flattened into `krait watch`'s.
+/// The arguments of `krait check` (also `watch`'s, `demo`'s and the benchmarks').
 #[derive(Args, Clone)]
 pub struct CheckArgs {
     pub(crate) path: PathBuf,
@@ -75,6 +76,10 @@ pub struct CheckArgs {
 }
 
 // Which engine decides the constraints left after pruning.
+/// `--solver`: which engine decides what pruning leaves (`cdcl`, or `brute-force` for
+/// comparison).
+// Variant doc comments would become clap's help text and change `--help`'s layout.
+#[allow(missing_docs)]
 #[derive(clap::ValueEnum, Clone, Copy)]
 pub enum SolverArg {
     Cdcl,

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // The arguments of `krait convert`.
+/// The arguments of `krait convert`.
 #[derive(Args)]
 pub struct ConvertArgs {
     pub(crate) input: PathBuf,

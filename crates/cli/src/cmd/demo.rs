@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 // The arguments of `krait demo`.
+/// The arguments of `krait demo`.
 #[derive(Args)]
 pub struct DemoArgs {
     #[arg(long, default_value_t = 4_000)]

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 // The arguments of `krait generate`.
+/// The arguments of `krait generate`.
 #[derive(Args)]
 pub struct GenerateArgs {
     pub(crate) out: PathBuf,

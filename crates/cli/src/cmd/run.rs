@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+/// The arguments of `krait run`.
 #[derive(Args)]
 pub struct RunArgs {
     /// `sqlite[:PATH]` (embedded), postgres://USER@HOST:PORT/DB, or mysql://USER@HOST:PORT/DB.

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // The arguments of `krait stats`.
+/// The arguments of `krait stats`.
 #[derive(Args)]
 pub struct StatsArgs {
     pub(crate) path: PathBuf,

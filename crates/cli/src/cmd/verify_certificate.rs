@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // The arguments of `krait verify-certificate`.
+/// The arguments of `krait verify-certificate`.
 #[derive(Args)]
 pub struct VerifyCertificateArgs {
     /// The history the verdict is about.

@@ -13,6 +13,7 @@ use krait_history::{Format, KeyId};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+/// The arguments of `krait watch`.
 #[derive(Args, Clone)]
 pub struct WatchArgs {
     #[command(flatten)]
