@@ -13,5 +13,6 @@ pub mod memory;
 
 mod duration;
 mod files;
+mod lag;
 mod output;
 mod progress;

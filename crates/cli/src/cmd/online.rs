@@ -3,6 +3,7 @@
 //! may never end).
 
 use super::args::CheckArgs;
+use crate::lag::LagHistogram;
 use crate::output::write_dot;
 use crate::{exit, memory};
 use krait_checker::online::{Online, OnlineOptions, RoundStats};
@@ -56,8 +57,8 @@ pub(crate) struct Printer {
     rounds: Vec<RoundStats>,
     peak_live: usize,
     /// Watch: per transaction, ms from its logged commit to the end of the round that checked
-    /// it (same machine's clock as the collector's, or clocks in sync).
-    lags: Vec<f64>,
+    /// it (same machine's clock as the collector's, or clocks in sync), in fixed memory.
+    lags: LagHistogram,
 }
 
 /// Wall-clock now in ns, the collector's timestamp unit.
@@ -76,29 +77,21 @@ impl Printer {
             stream,
             rounds: Vec::new(),
             peak_live: 0,
-            lags: Vec::new(),
+            lags: LagHistogram::new(),
         }
     }
 
     /// Records the lag of the transactions the last round admitted.
     pub(crate) fn lag(&mut self, on: &Online) {
         let now = now_ns();
-        self.lags.extend(
-            on.last_admitted_commits
-                .iter()
-                .map(|&c| now.saturating_sub(c) as f64 / 1e6),
-        );
+        for &c in &on.last_admitted_commits {
+            self.lags.add(now.saturating_sub(c) as f64 / 1e6);
+        }
     }
 
-    /// p50, p99 and max of the lags, in ms.
+    /// p50, p99 and max of the lags, in ms (the quantiles within 1%).
     fn lag_summary(&self) -> Option<(f64, f64, f64)> {
-        if self.lags.is_empty() {
-            return None;
-        }
-        let mut l = self.lags.clone();
-        l.sort_by(f64::total_cmp);
-        let at = |p: f64| l[((l.len() - 1) as f64 * p).round() as usize];
-        Some((at(0.5), at(0.99), *l.last().unwrap()))
+        self.lags.summary()
     }
 
     /// One round ended.
