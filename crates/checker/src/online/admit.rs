@@ -123,8 +123,8 @@ impl Online {
         for si in 0..self.sessions.len() {
             for _ in 0..take[si] {
                 let q = self.sessions[si].queue.pop_front().unwrap();
-                if q.t.commit != krait_history::NO_TIME {
-                    self.last_admitted_commits.push(q.t.commit);
+                if self.opts.track_commits && q.t.commit != krait_history::NO_TIME {
+                    self.admitted_commits.push(q.t.commit);
                 }
                 let fence = self.is_fence_txn(&q.t);
                 let id = self.alloc(Live {

@@ -113,9 +113,9 @@ pub struct Online {
     pub last_superseded: Vec<u64>,
     /// External ids the last garbage collection deleted.
     pub last_deleted: Vec<u64>,
-    /// Commit times (ns, as logged) of the transactions the last round admitted, so a caller
-    /// can measure how far behind the commits verification runs.
-    pub last_admitted_commits: Vec<u64>,
+    /// Commit times (ns, as logged) of the transactions admitted since the caller last took
+    /// them ([`Online::take_admitted_commits`]).
+    admitted_commits: Vec<u64>,
     /// Writes of recently deleted transactions → (writer, round), so that a later read of one
     /// is rejected at once as stale (older ones fall out: such a read then waits for a writer
     /// that never comes, and is rejected when the logs end).
@@ -165,7 +165,7 @@ impl Online {
             min_sessions: 0,
             hold_gc: false,
             lists_seen: false,
-            last_admitted_commits: Vec::new(),
+            admitted_commits: Vec::new(),
             pending_fences: Vec::new(),
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
@@ -291,6 +291,13 @@ impl Online {
         self.init_value.len()
     }
 
+    /// Commit times (ns, as logged) of the transactions admitted since the last call, so a
+    /// caller can measure how far behind the commits verification runs: taken once after each
+    /// round (or after `finish`), each transaction is counted once. Kept only with
+    /// [`OnlineOptions::track_commits`].
+    pub fn take_admitted_commits(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.admitted_commits)
+    }
     /// Rounds run so far.
     pub fn rounds(&self) -> u64 {
         self.round

@@ -32,7 +32,6 @@ impl Online {
         }
         self.round += 1;
         let take = self.admission(&blocked);
-        self.last_admitted_commits.clear();
         let (new, new_ids, admitted_fences) = self.admit(&take);
         self.assign_epochs(&admitted_fences, &new_ids);
 

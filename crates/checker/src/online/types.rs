@@ -29,6 +29,9 @@ pub struct OnlineOptions {
     /// Watch mode: how long a read may name a write no log holds (besides two full sweeps of
     /// the logs) before it is rejected; logs written with buffering can lag this much.
     pub read_wait: Duration,
+    /// Keep the commit times of admitted transactions until the caller takes them
+    /// (`Online::take_admitted_commits`), to measure lag; off, nothing is kept.
+    pub track_commits: bool,
 }
 
 impl Default for OnlineOptions {
@@ -43,6 +46,7 @@ impl Default for OnlineOptions {
             reduce_cap: 40_000,
             max_admit: 0,
             read_wait: Duration::from_secs(10),
+            track_commits: false,
         }
     }
 }

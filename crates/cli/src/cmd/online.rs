@@ -81,10 +81,10 @@ impl Printer {
         }
     }
 
-    /// Records the lag of the transactions the last round admitted.
-    pub(crate) fn lag(&mut self, on: &Online) {
+    /// Records the lag of the transactions admitted since the last call (each once).
+    pub(crate) fn lag(&mut self, on: &mut Online) {
         let now = now_ns();
-        for &c in &on.last_admitted_commits {
+        for c in on.take_admitted_commits() {
             self.lags.add(now.saturating_sub(c) as f64 / 1e6);
         }
     }

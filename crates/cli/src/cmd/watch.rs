@@ -66,6 +66,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         // In watch, --round-size caps a round like --max-round.
         max_admit: a.round_size.unwrap_or(w.max_round).max(1),
         read_wait: w.read_wait,
+        track_commits: true,
         ..online::options(a)
     });
     on.min_sessions = w.sessions;
@@ -118,7 +119,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             on.hold_gc = follower.silent_files() > 0;
             // A backlog takes several rounds.
             while let Some(st) = on.round()? {
-                out.lag(&on);
+                out.lag(&mut on);
                 out.round(&st);
                 if on.verdict().is_some() {
                     return Ok(());
@@ -128,7 +129,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 for st in on.finish()? {
                     out.round(&st);
                 }
-                out.lag(&on);
+                out.lag(&mut on);
             }
             Ok(())
         })();
