@@ -42,6 +42,8 @@ fn record(
 fn verdict(out: &Path) -> (Verdict, krait_history::Summary) {
     let l = krait_history::load(out, None).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    // Every test's logs: batch and follow agree on their cuts.
+    common::batch_matches_follow(out, &out.file_name().unwrap().to_string_lossy());
     let s = krait_history::summarize(&l.history);
     (check(&l.history, &Options::default()).unwrap().verdict, s)
 }

@@ -146,6 +146,7 @@ fn run_with(var: &str, tag: &str, fault: Fault) {
     assert!(rep.unknown > 0, "{tag}: unknown outcomes recorded");
     assert!(rep.reconnects > 0, "{tag}: sessions reconnected");
     let l = krait_history::load(&out, None).unwrap();
+    common::batch_matches_follow(&out, tag);
     let h = &l.history;
     let v = check(h, &Options::default()).unwrap().verdict;
     assert!(

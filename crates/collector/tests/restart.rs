@@ -94,6 +94,7 @@ fn run_through_restart(db: &TempDb, tag: &str, restart: &dyn Fn() -> bool) {
     assert!(rep.reconnects > 0, "{tag}: sessions reconnected: {rep:?}");
     assert_eq!(rep.committed + rep.aborted + rep.unknown, 4000);
     let l = krait_history::load(&out, None).unwrap();
+    common::batch_matches_follow(&out, tag);
     let h = &l.history;
     let v = check(h, &Options::default()).unwrap().verdict;
     assert!(

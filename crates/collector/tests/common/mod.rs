@@ -1,5 +1,11 @@
-//! Shared by the database tests: a database of its own per test.
+//! Shared by the database tests: a database of its own per test, and the check that batch and
+//! follow read the same history from every cut of the logs a test wrote ([`cuts`], comparing
+//! [`readings`]).
 #![allow(dead_code)]
+
+pub mod cuts;
+pub mod readings;
+pub use cuts::batch_matches_follow;
 
 /// A database of its own for one test, dropped at the end.
 pub struct TempDb {
