@@ -272,3 +272,23 @@ fn skip_notice(msg: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
+
+#[test]
+fn complete_last_line_without_newline_is_not_a_cut() {
+    let p = tmp("no-newline.jsonl");
+    append(
+        &p,
+        br#"{"session":"a","txn":1,"ops":[["w","x",5]],"status":"committed"}"#,
+    );
+    let mut keys = Table::default();
+    let mut f = Follower::new(&p, None).unwrap();
+    // Still being written as far as a poll can tell: no newline yet.
+    assert!(f.poll(&mut keys).unwrap().txns.is_empty());
+    // The logs ended: the record is complete, as the batch reader takes it, with no warning.
+    let (got, warnings) = f.finish(&mut keys).unwrap();
+    assert_eq!(got.txns.len(), 1);
+    assert_eq!(got.txns[0].status, TxnStatus::Committed);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let batch = krait_history::read_jsonl_file(&p).unwrap();
+    assert!(batch.warnings.is_empty());
+}

@@ -69,8 +69,6 @@ pub struct CutStats {
     /// Lines given line cuts at all their inner cuts (the others at a few), and all line cuts.
     pub lines_cut: usize,
     pub line_cuts: usize,
-    /// Cuts where only the follower warned (the last record complete but for its newline).
-    pub follow_only_warnings: usize,
     /// Seconds it took: prefix cuts, sweeps, line cuts.
     pub secs: [f64; 3],
 }
@@ -110,7 +108,7 @@ pub fn batch_matches_follow(dir: &Path, tag: &str) -> CutStats {
         let t = Instant::now();
         for (i, &cut) in cuts.iter().enumerate() {
             let points = poll_points(i, &cuts, cut);
-            st.follow_only_warnings += usize::from(compare(tag, &whole, &path, text, &points));
+            compare(tag, &whole, &path, text, &points);
         }
         st.prefix_cuts += cuts.len();
         st.secs[0] += t.elapsed().as_secs_f64();
@@ -130,7 +128,7 @@ pub fn batch_matches_follow(dir: &Path, tag: &str) -> CutStats {
                 few_cuts(&text[a..e])
             };
             budget = budget.saturating_sub(cuts.len());
-            st.follow_only_warnings += line_cuts(tag, &path, text, &ls, li, &cuts);
+            line_cuts(tag, &path, text, &ls, li, &cuts);
             st.line_cuts += cuts.len();
             st.lines_cut += usize::from(all);
         }
@@ -214,10 +212,8 @@ fn place(tag: &str, file: &Path, text: &[u8], cut: usize, points: &[usize]) -> S
 }
 
 /// Reads `dir` both ways with `file` cut at `points.last()` (polled at each point) and panics
-/// with the bytes, the cut and both results when they differ. Returns whether only the follower
-/// warned, which is known and harmless: a last record complete but for its newline reads the
-/// same, but the follower (alone) warns that it was cut short.
-fn compare(tag: &str, dir: &Path, file: &Path, text: &[u8], points: &[usize]) -> bool {
+/// with the bytes, the cut and both results when they differ (transactions or warnings).
+fn compare(tag: &str, dir: &Path, file: &Path, text: &[u8], points: &[usize]) {
     let cut = *points.last().unwrap();
     let followed = follow_in_steps(dir, file, text, points);
     let here = || place(tag, file, text, cut, points);
@@ -237,16 +233,13 @@ fn compare(tag: &str, dir: &Path, file: &Path, text: &[u8], points: &[usize]) ->
             diff(&batch.0, &followed.0)
         );
     }
-    let complete = text.get(cut) == Some(&b'\n') && cut > 0 && text[cut - 1] != b'\n';
-    let unwarned = complete && batch.1 + 1 == followed.1;
     assert!(
-        batch.1 == followed.1 || unwarned,
+        batch.1 == followed.1,
         "{}: batch gave {} warnings, follow {}",
         here(),
         batch.1,
         followed.1
     );
-    unwarned
 }
 
 /// One follower follows `file` (in `dir`, the other files whole) as it grows from nothing through
@@ -324,7 +317,7 @@ fn sweep(
 
 /// Cuts line `li` of `text` at `cuts` (offsets in the line), in a file holding the line before
 /// it and the line; the follower polls at the cut, or in the middle of the line before and at
-/// the cut, or also at the line's start. Returns how many cuts only the follower warned of.
+/// the cut, or also at the line's start.
 fn line_cuts(
     tag: &str,
     file: &Path,
@@ -332,14 +325,13 @@ fn line_cuts(
     ls: &[(usize, usize)],
     li: usize,
     cuts: &[usize],
-) -> usize {
+) {
     let dir = file.parent().unwrap();
     let prev = if li == 0 { 0 } else { ls[li - 1].0 };
     let (a, e) = ls[li];
     let window = &text[prev..(e + 1).min(text.len())];
     let a = a - prev;
     debug_assert!(cuts.iter().all(|&c| c <= e - prev - a));
-    let mut unwarned = 0;
     for (i, &c) in cuts.iter().enumerate() {
         let cut = a + c;
         let points = match i % 3 {
@@ -347,9 +339,8 @@ fn line_cuts(
             1 => vec![a / 2, cut],
             _ => vec![a / 2, a, cut],
         };
-        unwarned += usize::from(compare(tag, dir, file, window, &points));
+        compare(tag, dir, file, window, &points);
     }
-    unwarned
 }
 
 /// (start, end) of each line, its newline excluded; a last line without one included.
