@@ -13,8 +13,22 @@ impl Online {
         }
     }
 
+    /// Why nothing may be collected yet, if something stops it: every session must have
+    /// announced itself (a session starting late would void the epoch guarantee).
+    pub(super) fn gc_hold(&self) -> Option<String> {
+        if self.sessions.len() < self.min_sessions {
+            return Some(format!(
+                "{} of {} sessions have written",
+                self.sessions.len(),
+                self.min_sessions
+            ));
+        }
+        self.hold_gc
+            .then(|| "a log has not named its session yet".to_string())
+    }
+
     pub(super) fn agree(&self) -> u32 {
-        if self.hold_gc || self.sessions.len() < self.min_sessions {
+        if self.gc_hold().is_some() {
             return 0;
         }
         let mut agree = u32::MAX - 2;

@@ -91,6 +91,7 @@ impl Online {
         }
         let agree = self.agree();
         st.epoch_agree = agree;
+        st.gc_held = self.gc_hold();
         let t_check = t0.elapsed();
         if let Some(fin) = fin {
             // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying.

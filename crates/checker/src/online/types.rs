@@ -80,6 +80,9 @@ pub struct RoundStats {
     pub folded_keys: usize,
     /// The least epoch every session still sending has reached.
     pub epoch_agree: u32,
+    /// Why garbage collection is held, when it is (sessions expected but not seen yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_held: Option<String>,
     /// Whole round; of it, the check of the round's graph, and garbage collection.
     #[serde(serialize_with = "ser_ms")]
     pub time: Duration,

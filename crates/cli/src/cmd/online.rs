@@ -25,7 +25,7 @@ pub(crate) fn options(a: &CheckArgs) -> OnlineOptions {
 /// One round in words (the text output of `check --round-size` and `watch`).
 pub(crate) fn round_line(st: &RoundStats) -> String {
     format!(
-        "round {}: +{} txns, {} checked, {} deleted ({} in all), {} live{}, {} constraints ({} after pruning), {} carried edges, epoch agree {}, {:.1} ms",
+        "round {}: +{} txns, {} checked, {} deleted ({} in all), {} live{}, {} constraints ({} after pruning), {} carried edges, epoch agree {}, {:.1} ms{}",
         st.round,
         st.new,
         st.checked,
@@ -45,7 +45,11 @@ pub(crate) fn round_line(st: &RoundStats) -> String {
         } else {
             st.epoch_agree.to_string()
         },
-        st.time.as_secs_f64() * 1e3
+        st.time.as_secs_f64() * 1e3,
+        match &st.gc_held {
+            Some(why) => format!(" (garbage collection held: {why})"),
+            None => String::new(),
+        }
     )
 }
 
