@@ -2,6 +2,8 @@
 //! transactions of `{write, variable, value, success}` events. Value 0 is every key's initial
 //! value; events that did not succeed never reached the database and are left out. Errors name
 //! the byte offset of the field that is wrong. See `docs/history-format.md`.
+//!
+//! The file is parsed as it is read (from a `Source`): loading holds the history, not the file.
 
 use super::gather::{Collector, POp, PTxn};
 use super::source::Source;

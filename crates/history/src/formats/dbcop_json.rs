@@ -3,7 +3,8 @@
 //! "data"}`. Value 0 is every key's initial value. See `docs/history-format.md`.
 //!
 //! A hand-written reader rather than serde: errors name the line of the event that is wrong, and
-//! a history is never held as a JSON tree.
+//! a history is never held as a JSON tree, nor as text: it is parsed as it is read (from a
+//! `Source`).
 
 use super::gather::{Collector, POp, PTxn};
 use super::source::Source;

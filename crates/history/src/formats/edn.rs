@@ -1,7 +1,8 @@
 //! EDN syntax: reads the text of Jepsen histories into [`Node`]s (value plus line), knowing
 //! nothing of what the values mean. Kept apart from `elle`, which gives them their meaning, so
 //! that the tokenizer's many corner cases (strings, characters, tags, discards) are read and
-//! tested on their own; errors name the line a form starts on.
+//! tested on their own; errors name the line a form starts on. The text is read as it is parsed
+//! (from a `Source`), so a large history is held one operation at a time, never whole.
 
 use super::source::Source;
 use crate::error::{InputError, Location};
@@ -160,9 +161,8 @@ impl<'a, R: Read> Parser<'a, R> {
         if depth > MAX_DEPTH {
             return Err(self.err(line, format!("forms nested more than {MAX_DEPTH} deep")));
         }
-        let Some(c) = self.s.peek() else {
-            return Err(self.err(line, "the input ends where a form should start"));
-        };
+        // The caller has seen a byte here; `None` cannot happen, and reads as a closer would.
+        let c = self.s.peek().unwrap_or(b')');
         let val = match c {
             b'[' | b'(' | b'{' => {
                 self.s.bump();
