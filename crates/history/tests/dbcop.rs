@@ -3,20 +3,21 @@
 
 mod common;
 
-use common::{at, p, render, Bincode, Ev, DATA, DBCOP_JSON};
+use common::{at, both, p, render, Bincode, Ev, DATA, DBCOP_JSON};
 use krait_history::{read_dbcop_bincode, read_dbcop_json, InputError, Location, Warning};
 
 // ---------------------------------------------------------------------------------------------
 // dbcop JSON and bincode
 
 fn json_ok(text: &str) -> String {
-    let l = read_dbcop_json(text.as_bytes(), &p("h.json")).unwrap_or_else(|e| panic!("{e}"));
+    let l = both(text.as_bytes(), |r| read_dbcop_json(r, &p("h.json")))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(l.warnings.is_empty());
     render(&l.history)
 }
 
 fn json_err(text: &str) -> InputError {
-    match read_dbcop_json(text.as_bytes(), &p("h.json")) {
+    match both(text.as_bytes(), |r| read_dbcop_json(r, &p("h.json"))) {
         Ok(l) => panic!("expected an error, got\n{}", render(&l.history)),
         Err(e) => e,
     }
@@ -179,7 +180,7 @@ fn dbcop_json_malformed_events_name_line_and_problem() {
 }
 
 fn bincode_err(bytes: &[u8]) -> InputError {
-    match read_dbcop_bincode(bytes, &p("history.bincode")) {
+    match both(bytes, |r| read_dbcop_bincode(r, &p("history.bincode"))) {
         Ok(l) => panic!("expected an error, got\n{}", render(&l.history)),
         Err(e) => e,
     }
@@ -201,7 +202,7 @@ fn dbcop_bincode_maps_successful_events_and_transactions() {
             true,
         )],
     ]);
-    let l = read_dbcop_bincode(&b.0[..], &p("history.bincode")).unwrap();
+    let l = both(&b.0, |r| read_dbcop_bincode(r, &p("history.bincode"))).unwrap();
     assert!(l.warnings.is_empty());
     assert_eq!(
         render(&l.history),
@@ -216,7 +217,7 @@ fn dbcop_bincode_maps_successful_events_and_transactions() {
     // Trailing bytes: bincode ignores them; so do we, saying so.
     let mut t = Bincode(b.0.clone());
     t.u64(0);
-    let l = read_dbcop_bincode(&t.0[..], &p("history.bincode")).unwrap();
+    let l = both(&t.0, |r| read_dbcop_bincode(r, &p("history.bincode"))).unwrap();
     assert_eq!(
         l.warnings,
         vec![Warning {

@@ -3,16 +3,16 @@
 
 mod common;
 
-use common::{at, p, render};
+use common::{at, both, p, render};
 use krait_history::{read_edn, InputError, Location, Warning};
 
 fn edn_ok(text: &str) -> (String, Vec<Warning>) {
-    let l = read_edn(text.as_bytes(), &p("h.edn")).unwrap_or_else(|e| panic!("{e}"));
+    let l = both(text.as_bytes(), |r| read_edn(r, &p("h.edn"))).unwrap_or_else(|e| panic!("{e}"));
     (render(&l.history), l.warnings)
 }
 
 fn edn_err(text: &str) -> InputError {
-    match read_edn(text.as_bytes(), &p("h.edn")) {
+    match both(text.as_bytes(), |r| read_edn(r, &p("h.edn"))) {
         Ok(l) => panic!("expected an error, got\n{}", render(&l.history)),
         Err(e) => e,
     }
@@ -113,7 +113,7 @@ fn edn_long_list_reads_keep_the_whole_list() {
 {:type :invoke, :process 0, :value [[:r 5 nil]]}
 {:type :ok, :process 0, :value [[:r 5 [1 2 3]]]}
 ";
-    let l = read_edn(text.as_bytes(), &p("h.edn")).unwrap();
+    let l = both(text.as_bytes(), |r| read_edn(r, &p("h.edn"))).unwrap();
     assert_eq!(l.history.list_reads, vec![(3, 0, 3)]);
     assert_eq!(l.history.list_of(3), Some(&[1, 2, 3][..]));
     assert_eq!(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{at, p, render, Bincode, DBCOP_JSON};
+use common::{at, both, p, render, Bincode, DATA, DBCOP_JSON};
 use krait_history::{
     read_dbcop_bincode, read_dbcop_json, read_edn, read_polysi, Format, InputError, Location,
     OpKind,
@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 // PolySI / IsoVista text
 
 fn polysi_ok(text: &str) -> String {
-    let l = read_polysi(text.as_bytes(), &p("h.txt")).unwrap_or_else(|e| panic!("{e}"));
+    let l =
+        both(text.as_bytes(), |r| read_polysi(r, &p("h.txt"))).unwrap_or_else(|e| panic!("{e}"));
     assert!(l.warnings.is_empty());
     render(&l.history)
 }
 
 fn polysi_err(text: &str) -> InputError {
-    match read_polysi(text.as_bytes(), &p("h.txt")) {
+    match both(text.as_bytes(), |r| read_polysi(r, &p("h.txt"))) {
         Ok(l) => panic!("expected an error, got\n{}", render(&l.history)),
         Err(e) => e,
     }
@@ -245,6 +246,41 @@ fn never_panics(valid: &[u8], read: impl Fn(&[u8])) {
     }
 }
 
+/// Hands out a few bytes per call, then fails: a disk error in the middle of a file.
+struct Failing<'a>(&'a [u8]);
+
+impl std::io::Read for Failing<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Err(std::io::Error::other("the disk is on fire"));
+        }
+        let n = out.len().min(self.0.len()).min(5);
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_read_error_midway_is_reported_as_itself() {
+    let edn = b"{:type :invoke, :f :txn, :value [[:w 1 1]], :process 0}\n{:type :ok, :f :t";
+    let bin = Bincode::history(&[vec![(vec![(true, 1, 5, true)], true)]]);
+    let results = [
+        read_edn(std::io::BufReader::new(Failing(edn)), Path::new("h")),
+        read_dbcop_json(Failing(&DBCOP_JSON.as_bytes()[..150]), Path::new("h")),
+        read_dbcop_bincode(Failing(&bin.0[..DATA + 12]), Path::new("h")),
+        read_dbcop_bincode(Failing(&bin.0), Path::new("h")),
+    ];
+    for r in results {
+        let Err(e) = r else {
+            panic!("a failed read gave a history")
+        };
+        assert_eq!(e.to_string(), "h: cannot read: the disk is on fire");
+    }
+}
+
+/// Mangled inputs: each reader returns, never panics, and gives the same outcome whether its
+/// input comes at once or a few bytes per read.
 #[test]
 fn mangled_inputs_never_panic() {
     let edn = "\
@@ -254,19 +290,19 @@ fn mangled_inputs_never_panic() {
 {:type :info, :f :txn, :value [[:w 2 3]], :process 1, :time 170, :index 3, :error #{\"x\" \\a}}
 ";
     never_panics(edn.as_bytes(), |b| {
-        let _ = read_edn(b, Path::new("h.edn"));
+        let _ = both(b, |r| read_edn(r, Path::new("h.edn")));
     });
     never_panics(b"w(1,0,0,0)\nr(1,0,1,1)\nw(1,5,1,1)\nw(2,3,2,-1)\n", |b| {
-        let _ = read_polysi(b, Path::new("h.txt"));
+        let _ = both(b, |r| read_polysi(r, Path::new("h.txt")));
     });
     never_panics(DBCOP_JSON.as_bytes(), |b| {
-        let _ = read_dbcop_json(b, Path::new("h.json"));
+        let _ = both(b, |r| read_dbcop_json(r, Path::new("h.json")));
     });
     let bin = Bincode::history(&[
         vec![(vec![(true, 1, 5, true), (false, 2, 0, true)], true)],
         vec![(vec![(false, 1, 5, true)], false)],
     ]);
     never_panics(&bin.0, |b| {
-        let _ = read_dbcop_bincode(b, Path::new("history.bincode"));
+        let _ = both(b, |r| read_dbcop_bincode(r, Path::new("history.bincode")));
     });
 }

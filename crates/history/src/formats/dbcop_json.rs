@@ -3,9 +3,11 @@
 //! "data"}`. Value 0 is every key's initial value. See `docs/history-format.md`.
 //!
 //! A hand-written reader rather than serde: errors name the line of the event that is wrong, and
-//! a history is never held as a JSON tree.
+//! a history is never held as a JSON tree, nor as text: it is parsed as it is read (from a
+//! `Source`).
 
 use super::gather::{Collector, POp, PTxn};
+use super::source::Source;
 use super::{Format, Loaded};
 use crate::error::{InputError, Location};
 use crate::model::{OpKind, TxnStatus};
@@ -15,13 +17,27 @@ use std::path::Path;
 /// Deeper nesting is refused rather than risking the stack: a history nests four levels.
 const MAX_DEPTH: usize = 200;
 
-/// Reads a dbcop JSON history from `input`; `path` names it in errors.
-pub fn read_json(mut input: impl Read, path: &Path) -> Result<Loaded, InputError> {
-    let mut bytes = Vec::new();
-    input
-        .read_to_end(&mut bytes)
-        .map_err(|e| InputError::io(path, e))?;
-    parse_json(&bytes, path)
+/// Reads a dbcop JSON history from `input`; `path` names it in errors. The input is read as it
+/// is parsed, never held whole; a read error is reported in place of whatever the parser made
+/// of the input up to it.
+pub fn read_json(input: impl Read, path: &Path) -> Result<Loaded, InputError> {
+    let mut r = JsonReader {
+        j: Json::new(input, path),
+        col: Collector::new(),
+        sessions: 0,
+        next_ext: 1,
+    };
+    let res = r.history();
+    match r.j.s.take_error() {
+        Some(e) => Err(InputError::io(path, e)),
+        None => res
+            .and_then(|()| r.col.finish(path, true))
+            .map(|history| Loaded {
+                history,
+                warnings: Vec::new(),
+                format: Format::Dbcop,
+            }),
+    }
 }
 
 /// A JSON scalar as an event field needs it.
@@ -44,14 +60,28 @@ fn describe(s: &Scalar) -> String {
 
 /// A pull parser over JSON text that knows the line it is on, so every error, including those
 /// about the meaning of a value, names its line.
-struct Json<'a> {
-    s: &'a [u8],
-    pos: usize,
+struct Json<'a, R> {
+    s: Source<R>,
     line: u64,
     path: &'a Path,
+    /// The bytes of the string or number being read.
+    scratch: Vec<u8>,
 }
 
-impl<'a> Json<'a> {
+impl<'a, R: Read> Json<'a, R> {
+    fn new(r: R, path: &'a Path) -> Self {
+        let mut s = Source::new(r);
+        if s.starts_with(b"\xEF\xBB\xBF") {
+            s.advance(3);
+        }
+        Json {
+            s,
+            line: 1,
+            path,
+            scratch: Vec::new(),
+        }
+    }
+
     fn err(&self, msg: impl Into<String>) -> InputError {
         InputError::new(self.path, Location::Line(self.line), msg)
     }
@@ -60,13 +90,13 @@ impl<'a> Json<'a> {
     }
 
     fn peek(&mut self) -> Option<u8> {
-        while let Some(&c) = self.s.get(self.pos) {
+        while let Some(c) = self.s.peek() {
             match c {
                 b'\n' => self.line += 1,
                 b' ' | b'\t' | b'\r' => {}
                 _ => return Some(c),
             }
-            self.pos += 1;
+            self.s.bump();
         }
         None
     }
@@ -81,7 +111,7 @@ impl<'a> Json<'a> {
 
     fn expect(&mut self, c: u8, context: &str) -> Result<(), InputError> {
         if self.peek() == Some(c) {
-            self.pos += 1;
+            self.s.bump();
             return Ok(());
         }
         let found = self.found();
@@ -93,11 +123,11 @@ impl<'a> Json<'a> {
     fn more(&mut self, first: &mut bool, close: u8) -> Result<bool, InputError> {
         match self.peek() {
             Some(c) if c == close => {
-                self.pos += 1;
+                self.s.bump();
                 Ok(false)
             }
             Some(b',') if !*first => {
-                self.pos += 1;
+                self.s.bump();
                 match self.peek() {
                     Some(c) if c == close => {
                         Err(self.err(format!("a trailing ',' before '{}'", close as char)))
@@ -135,30 +165,35 @@ impl<'a> Json<'a> {
 
     fn string(&mut self) -> Result<String, InputError> {
         let line = self.line;
-        let start = self.pos;
-        self.pos += 1;
+        self.scratch.clear();
+        self.s.bump();
+        self.scratch.push(b'"');
         loop {
-            match self.s.get(self.pos) {
-                None => {
+            self.s
+                .take_while(&mut self.scratch, |c| !matches!(c, b'"' | b'\\' | b'\n'));
+            match self.s.next_byte() {
+                None | Some(b'\n') => {
                     return Err(self.err_at(line, "a string opened on this line is never closed"))
                 }
                 Some(b'"') => break,
-                Some(b'\\') => self.pos += 2,
-                Some(b'\n') => {
-                    return Err(self.err_at(line, "a string opened on this line is never closed"))
+                Some(c) => {
+                    // A backslash: it and the byte after it, whatever that is.
+                    self.scratch.push(c);
+                    if let Some(e) = self.s.next_byte() {
+                        self.scratch.push(e);
+                    }
                 }
-                Some(_) => self.pos += 1,
             }
         }
-        self.pos += 1;
-        serde_json::from_slice::<String>(&self.s[start..self.pos])
+        self.scratch.push(b'"');
+        serde_json::from_slice::<String>(&self.scratch)
             .map_err(|e| self.err_at(line, format!("a bad string: {e}")))
     }
 
     fn literal(&mut self) -> Result<&'static str, InputError> {
         for w in ["true", "false", "null"] {
-            if self.s[self.pos..].starts_with(w.as_bytes()) {
-                self.pos += w.len();
+            if self.s.starts_with(w.as_bytes()) {
+                self.s.advance(w.len());
                 return Ok(w);
             }
         }
@@ -167,15 +202,11 @@ impl<'a> Json<'a> {
     }
 
     fn number(&mut self) -> Result<Scalar, InputError> {
-        let start = self.pos;
-        while self
-            .s
-            .get(self.pos)
-            .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E'))
-        {
-            self.pos += 1;
-        }
-        let text = std::str::from_utf8(&self.s[start..self.pos]).unwrap_or_default();
+        self.scratch.clear();
+        self.s.take_while(&mut self.scratch, |c| {
+            c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
+        });
+        let text = std::str::from_utf8(&self.scratch).unwrap_or_default();
         if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
             return Err(self.err(format!("{text:?} is not a JSON number")));
         }
@@ -210,14 +241,14 @@ impl<'a> Json<'a> {
         }
         match self.peek() {
             Some(b'[') => {
-                self.pos += 1;
+                self.s.bump();
                 let mut first = true;
                 while self.more(&mut first, b']')? {
                     self.skip_value(depth + 1)?;
                 }
             }
             Some(b'{') => {
-                self.pos += 1;
+                self.s.bump();
                 let mut first = true;
                 while self.key(&mut first)?.is_some() {
                     self.skip_value(depth + 1)?;
@@ -252,14 +283,14 @@ struct Event {
     executed: bool,
 }
 
-struct JsonReader<'a> {
-    j: Json<'a>,
+struct JsonReader<'a, R> {
+    j: Json<'a, R>,
     col: Collector,
     sessions: u64,
     next_ext: u64,
 }
 
-impl JsonReader<'_> {
+impl<R: Read> JsonReader<'_, R> {
     fn variable(&mut self, line: u64) -> Result<String, InputError> {
         match self.j.scalar(4)? {
             Scalar::Nat(n) => Ok(n.to_string()),
@@ -301,7 +332,7 @@ impl JsonReader<'_> {
         let shape = "an event is {\"Read\": {...}}, {\"Write\": {...}} or [\"r\" or \"w\", variable, version]";
         match self.j.peek() {
             Some(b'[') => {
-                self.j.pos += 1;
+                self.j.s.bump();
                 let mut first = true;
                 let mut n = 0;
                 let mut fields = (false, String::new(), None);
@@ -350,7 +381,7 @@ impl JsonReader<'_> {
                 })
             }
             Some(b'{') => {
-                self.j.pos += 1;
+                self.j.s.bump();
                 let mut first = true;
                 let Some(tag) = self.j.key(&mut first)? else {
                     return Err(self.j.err_at(line, format!("{shape}; this one is empty")));
@@ -503,60 +534,44 @@ impl JsonReader<'_> {
         }
         Ok(())
     }
-}
 
-pub(crate) fn parse_json(bytes: &[u8], path: &Path) -> Result<Loaded, InputError> {
-    let pos = if bytes.starts_with(b"\xEF\xBB\xBF") {
-        3
-    } else {
-        0
-    };
-    let mut r = JsonReader {
-        j: Json {
-            s: bytes,
-            pos,
-            line: 1,
-            path,
-        },
-        col: Collector::new(),
-        sessions: 0,
-        next_ext: 1,
-    };
-    match r.j.peek() {
-        Some(b'[') => r.sessions()?,
-        Some(b'{') => {
-            let line = r.j.line;
-            r.j.pos += 1;
-            let mut first = true;
-            let mut data = false;
-            while let Some(k) = r.j.key(&mut first)? {
-                if k == "data" {
-                    if data {
-                        return Err(r.j.err("a second \"data\" field"));
+    /// The whole history: an array of sessions, or an object with them in `"data"`; nothing
+    /// after it.
+    fn history(&mut self) -> Result<(), InputError> {
+        match self.j.peek() {
+            Some(b'[') => self.sessions()?,
+            Some(b'{') => {
+                let line = self.j.line;
+                self.j.s.bump();
+                let mut first = true;
+                let mut data = false;
+                while let Some(k) = self.j.key(&mut first)? {
+                    if k == "data" {
+                        if data {
+                            return Err(self.j.err("a second \"data\" field"));
+                        }
+                        self.sessions()?;
+                        data = true;
+                    } else {
+                        self.j.skip_value(1)?;
                     }
-                    r.sessions()?;
-                    data = true;
-                } else {
-                    r.j.skip_value(1)?;
+                }
+                if !data {
+                    return Err(self
+                        .j
+                        .err_at(line, "the history object has no \"data\" field"));
                 }
             }
-            if !data {
-                return Err(r.j.err_at(line, "the history object has no \"data\" field"));
+            _ => {
+                let found = self.j.found();
+                return Err(self.j.err(format!(
+                    "expected a dbcop history (an array of sessions, or an object with \"data\"), found {found}"
+                )));
             }
         }
-        _ => {
-            let found = r.j.found();
-            return Err(r.j.err(format!(
-                "expected a dbcop history (an array of sessions, or an object with \"data\"), found {found}"
-            )));
+        if self.j.peek().is_some() {
+            return Err(self.j.err("more text after the history"));
         }
+        Ok(())
     }
-    if r.j.peek().is_some() {
-        return Err(r.j.err("more text after the history"));
-    }
-    Ok(Loaded {
-        history: r.col.finish(path, true)?,
-        warnings: Vec::new(),
-        format: Format::Dbcop,
-    })
 }

@@ -1,9 +1,12 @@
 //! EDN syntax: reads the text of Jepsen histories into [`Node`]s (value plus line), knowing
 //! nothing of what the values mean. Kept apart from `elle`, which gives them their meaning, so
 //! that the tokenizer's many corner cases (strings, characters, tags, discards) are read and
-//! tested on their own; errors name the line a form starts on.
+//! tested on their own; errors name the line a form starts on. The text is read as it is parsed
+//! (from a `Source`), so a large history is held one operation at a time, never whole.
 
+use super::source::Source;
 use crate::error::{InputError, Location};
+use std::io::Read;
 use std::path::Path;
 
 /// Deeper nesting is refused rather than risking the stack: histories nest a few levels.
@@ -85,21 +88,25 @@ fn closer_of(open: u8) -> (u8, &'static str) {
     }
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    pos: usize,
+struct Parser<'a, R> {
+    s: Source<R>,
     line: u64,
     path: &'a Path,
+    /// The bytes of the token being read.
+    scratch: Vec<u8>,
 }
 
-impl<'a> Parser<'a> {
-    pub fn new(s: &'a [u8], path: &'a Path) -> Self {
-        let pos = if s.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+impl<'a, R: Read> Parser<'a, R> {
+    pub fn new(r: R, path: &'a Path) -> Self {
+        let mut s = Source::new(r);
+        if s.starts_with(b"\xEF\xBB\xBF") {
+            s.advance(3);
+        }
         Parser {
             s,
-            pos,
             line: 1,
             path,
+            scratch: Vec::new(),
         }
     }
 
@@ -108,16 +115,16 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_ws(&mut self) {
-        while let Some(&c) = self.s.get(self.pos) {
+        while let Some(c) = self.s.peek() {
             match c {
                 b'\n' => {
                     self.line += 1;
-                    self.pos += 1;
+                    self.s.bump();
                 }
-                b' ' | b'\t' | b'\r' | b',' | 0x0c => self.pos += 1,
+                b' ' | b'\t' | b'\r' | b',' | 0x0c => self.s.bump(),
                 b';' => {
-                    while self.s.get(self.pos).is_some_and(|&c| c != b'\n') {
-                        self.pos += 1;
+                    while self.s.peek().is_some_and(|c| c != b'\n') {
+                        self.s.bump();
                     }
                 }
                 _ => break,
@@ -130,14 +137,15 @@ impl<'a> Parser<'a> {
     pub fn skip(&mut self, depth: usize) -> Result<Option<u8>, InputError> {
         loop {
             self.skip_ws();
-            if !self.s[self.pos..].starts_with(b"#_") {
-                return Ok(self.s.get(self.pos).copied());
+            let next = self.s.peek();
+            if next != Some(b'#') || self.s.peek_at(1) != Some(b'_') {
+                return Ok(next);
             }
             let line = self.line;
             if depth > MAX_DEPTH {
                 return Err(self.err(line, format!("forms nested more than {MAX_DEPTH} deep")));
             }
-            self.pos += 2;
+            self.s.advance(2);
             match self.skip(depth + 1)? {
                 Some(c) if !is_closer(c) => {
                     self.form(depth + 1)?;
@@ -153,10 +161,11 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return Err(self.err(line, format!("forms nested more than {MAX_DEPTH} deep")));
         }
-        let c = self.s[self.pos];
+        // The caller has seen a byte here; `None` cannot happen, and reads as a closer would.
+        let c = self.s.peek().unwrap_or(b')');
         let val = match c {
             b'[' | b'(' | b'{' => {
-                self.pos += 1;
+                self.s.bump();
                 let (close, what) = closer_of(c);
                 let items = self.items(close, what, line, depth)?;
                 match c {
@@ -183,7 +192,7 @@ impl<'a> Parser<'a> {
             }
             b'#' => self.dispatch(line, depth)?,
             b'"' => {
-                self.pos += 1;
+                self.s.bump();
                 Val::Str(self.string(line)?)
             }
             b'\\' => self.character(line)?,
@@ -215,7 +224,7 @@ impl<'a> Parser<'a> {
                     ))
                 }
                 Some(c) if c == close => {
-                    self.pos += 1;
+                    self.s.bump();
                     return Ok(v);
                 }
                 Some(c) if is_closer(c) => {
@@ -233,23 +242,23 @@ impl<'a> Parser<'a> {
     }
 
     fn dispatch(&mut self, line: u64, depth: usize) -> Result<Val, InputError> {
-        match self.s.get(self.pos + 1).copied() {
+        match self.s.peek_at(1) {
             Some(b'{') => {
-                self.pos += 2;
+                self.s.advance(2);
                 Ok(Val::Set(self.items(b'}', "set", line, depth)?))
             }
             Some(b'#') => {
-                self.pos += 2;
+                self.s.advance(2);
                 let t = self.token_str(line)?;
                 Ok(Val::Num(format!("##{t}")))
             }
             Some(b'"') => {
                 // A Clojure regex literal: kept as its text.
-                self.pos += 2;
+                self.s.advance(2);
                 Ok(Val::Str(self.string(line)?))
             }
             Some(c) if c.is_ascii_alphabetic() => {
-                self.pos += 1;
+                self.s.bump();
                 let tag = self.token_str(line)?;
                 match self.skip(depth)? {
                     Some(c) if !is_closer(c) => {
@@ -267,11 +276,9 @@ impl<'a> Parser<'a> {
     }
 
     fn token_str(&mut self, line: u64) -> Result<String, InputError> {
-        let start = self.pos;
-        while self.s.get(self.pos).is_some_and(|&c| !is_delimiter(c)) {
-            self.pos += 1;
-        }
-        std::str::from_utf8(&self.s[start..self.pos])
+        self.scratch.clear();
+        self.s.take_while(&mut self.scratch, |c| !is_delimiter(c));
+        std::str::from_utf8(&self.scratch)
             .map(str::to_string)
             .map_err(|_| self.err(line, "not UTF-8 text"))
     }
@@ -308,13 +315,12 @@ impl<'a> Parser<'a> {
     fn string(&mut self, open: u64) -> Result<String, InputError> {
         let mut out = Vec::new();
         loop {
-            let Some(&c) = self.s.get(self.pos) else {
+            let Some(c) = self.s.next_byte() else {
                 return Err(self.err(
                     open,
                     "unbalanced: the string opened on this line is never closed (the input ends first)",
                 ));
             };
-            self.pos += 1;
             match c {
                 b'"' => break,
                 b'\n' => {
@@ -322,10 +328,9 @@ impl<'a> Parser<'a> {
                     out.push(c);
                 }
                 b'\\' => {
-                    let Some(&e) = self.s.get(self.pos) else {
+                    let Some(e) = self.s.next_byte() else {
                         continue;
                     };
-                    self.pos += 1;
                     let ch = match e {
                         b'n' => '\n',
                         b't' => '\t',
@@ -335,15 +340,18 @@ impl<'a> Parser<'a> {
                         b'"' => '"',
                         b'\\' => '\\',
                         b'u' => {
-                            let hex = self.s.get(self.pos..self.pos + 4).unwrap_or_default();
+                            // Fewer than 4 bytes left: none are taken, as none are hex.
+                            let hex = self.s.ahead(4);
+                            let hex = if hex.len() == 4 { hex } else { &[] };
                             let code = std::str::from_utf8(hex)
                                 .ok()
                                 .and_then(|h| u32::from_str_radix(h, 16).ok());
-                            self.pos += hex.len();
+                            let n = hex.len();
+                            self.s.advance(n);
                             // A lone surrogate half has no UTF-8 form; its meaning does not
                             // matter to a history, so it is kept as a replacement character.
                             match code {
-                                Some(c) if hex.len() == 4 => {
+                                Some(c) if n == 4 => {
                                     char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER)
                                 }
                                 _ => {
@@ -370,12 +378,12 @@ impl<'a> Parser<'a> {
     }
 
     fn character(&mut self, line: u64) -> Result<Val, InputError> {
-        self.pos += 1;
-        let Some(&c) = self.s.get(self.pos) else {
+        self.s.bump();
+        let Some(c) = self.s.peek() else {
             return Err(self.err(line, "a '\\' at the end of the input"));
         };
         if is_delimiter(c) {
-            self.pos += 1;
+            self.s.bump();
             if c == b'\n' {
                 self.line += 1;
             }
@@ -402,19 +410,33 @@ impl<'a> Parser<'a> {
 
 /// Calls `each` on every top-level form, or, when the input is one vector (or list), on every
 /// element of it: a large history is then read op by op and never held as one tree.
+///
+/// The input is read as it is parsed; a read error is reported in place of whatever the
+/// parser or `each` made of the input up to it.
 pub(crate) fn each_form(
-    bytes: &[u8],
+    input: impl Read,
     path: &Path,
+    each: impl FnMut(Node) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let mut p = Parser::new(input, path);
+    let r = forms(&mut p, each);
+    match p.s.take_error() {
+        Some(e) => Err(InputError::io(path, e)),
+        None => r,
+    }
+}
+
+fn forms<R: Read>(
+    p: &mut Parser<'_, R>,
     mut each: impl FnMut(Node) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
-    let mut p = Parser::new(bytes, path);
     match p.skip(0)? {
         // The whole history as one vector (or list) of operations: read it op by op so that
         // a large history is never held as one tree.
         Some(open @ (b'[' | b'(')) => {
             let line = p.line;
             let (close, what) = closer_of(open);
-            p.pos += 1;
+            p.s.bump();
             loop {
                 match p.skip(1)? {
                     None => {
@@ -424,7 +446,7 @@ pub(crate) fn each_form(
                         ))
                     }
                     Some(c) if c == close => {
-                        p.pos += 1;
+                        p.s.bump();
                         break;
                     }
                     Some(c) if is_closer(c) => {

@@ -13,21 +13,22 @@ use super::{Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{OpKind, TxnStatus, NO_TIME};
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
-/// Reads an Elle history file.
+/// Reads an Elle history file, as it parses it.
 pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
     let f = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
-    read(std::io::BufReader::with_capacity(1 << 20, f), path)
+    read_from(f, path)
 }
 
-/// Reads an Elle history from `input`; `path` names it in errors.
-pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
-    let mut bytes = Vec::new();
-    input
-        .read_to_end(&mut bytes)
-        .map_err(|e| InputError::io(path, e))?;
+/// Reads an Elle history from `input`; `path` names it in errors. The input is read as it is
+/// parsed, an operation at a time: it is never held whole.
+pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
+    read_from(input, path)
+}
+
+fn read_from(input: impl Read, path: &Path) -> Result<Loaded, InputError> {
     let mut r = Reader {
         path,
         col: Collector::new(),
@@ -36,7 +37,7 @@ pub fn read(mut input: impl BufRead, path: &Path) -> Result<Loaded, InputError> 
         other_f: 0,
         warnings: Vec::new(),
     };
-    each_form(&bytes, path, |n| r.op(n))?;
+    each_form(input, path, |n| r.op(n))?;
     r.finish()
 }
 

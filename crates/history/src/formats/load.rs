@@ -73,22 +73,48 @@ fn read_dbcop(path: &Path) -> Result<Loaded, InputError> {
     } else {
         path
     };
-    let bytes = std::fs::read(path).map_err(|e| InputError::io(path, e))?;
+    let open = || std::fs::File::open(path).map_err(|e| InputError::io(path, e));
     let json = match path.extension().and_then(|e| e.to_str()) {
         Some("bincode") => false,
         Some("json") => true,
-        _ => matches!(first_byte(&bytes), Some(b'[' | b'{')),
+        _ => matches!(first_byte(open()?, path)?, Some(b'[' | b'{')),
     };
+    let f = open()?;
     if json {
-        dbcop_json::parse_json(&bytes, path)
+        dbcop_json::read_json(f, path)
     } else {
-        dbcop_bincode::parse_bincode(&bytes, path)
+        let len = f.metadata().ok().map(|m| m.len());
+        dbcop_bincode::read_from(f, len, path)
     }
 }
 
-fn first_byte(b: &[u8]) -> Option<u8> {
-    let b = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
-    b.iter().copied().find(|c| !c.is_ascii_whitespace())
+/// The first byte of `f` past a UTF-8 byte-order mark and whitespace, reading no further.
+fn first_byte(mut f: impl Read, path: &Path) -> Result<Option<u8>, InputError> {
+    let mut buf = [0u8; 4096];
+    let mut start = true;
+    // A byte-order mark's bytes seen so far, kept until it is known whether it is one.
+    let mut held = Vec::new();
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) => return Ok(held.iter().copied().find(|c: &u8| !c.is_ascii_whitespace())),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(InputError::io(path, e)),
+        };
+        let mut chunk = &buf[..n];
+        if start {
+            held.extend_from_slice(chunk);
+            if held.len() < 3 && b"\xEF\xBB\xBF".starts_with(&held) {
+                continue;
+            }
+            start = false;
+            chunk = held.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&held);
+        }
+        if let Some(&c) = chunk.iter().find(|c| !c.is_ascii_whitespace()) {
+            return Ok(Some(c));
+        }
+        held.clear();
+    }
 }
 
 /// Whether the start of a `.json` file looks like a dbcop history rather than krait's JSON

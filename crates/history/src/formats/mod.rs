@@ -14,6 +14,7 @@ mod gather;
 pub(crate) mod jsonl;
 pub(crate) mod load;
 pub(crate) mod polysi;
+mod source;
 
 use crate::error::{InputError, Location, Warning};
 use crate::model::History;

@@ -2,8 +2,9 @@
 //! history it expects), and a hand-built dbcop bincode history.
 #![allow(dead_code)]
 
-use krait_history::{History, InputError, Location, OpKind, NO_TIME};
+use krait_history::{History, InputError, Loaded, Location, OpKind, NO_TIME};
 use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 /// The history as text: sessions, transactions (id, status, times, ops), then list reads.
@@ -119,3 +120,47 @@ pub const DBCOP_JSON: &str = r#"{
   ]
 }
 "#;
+
+/// A reader that hands out 1 to 7 bytes per `read` call, so that every token, escape and
+/// lookahead of a reader meets a refill somewhere.
+pub struct Tiny<'a> {
+    b: &'a [u8],
+    k: usize,
+}
+
+impl Read for Tiny<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.k = self.k % 7 + 1;
+        let n = self.k.min(out.len()).min(self.b.len());
+        out[..n].copy_from_slice(&self.b[..n]);
+        self.b = &self.b[n..];
+        Ok(n)
+    }
+}
+
+/// What a read gave, as text to compare: the history, warnings and format, or the error.
+pub fn outcome(r: &Result<Loaded, InputError>) -> String {
+    match r {
+        Ok(l) => format!("{}{:?} {:?}", render(&l.history), l.warnings, l.format),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// Reads `b` from one slice and again in tiny reads (1-7 bytes per call, starting at each of
+/// the 7 phases); every read must give the same outcome. Returns the first.
+pub fn both(
+    b: &[u8],
+    read: impl Fn(&mut dyn BufRead) -> Result<Loaded, InputError>,
+) -> Result<Loaded, InputError> {
+    let whole = read(&mut &b[..]);
+    let want = outcome(&whole);
+    for k in 0..7 {
+        let mut tiny = BufReader::with_capacity(3, Tiny { b, k });
+        let got = outcome(&read(&mut tiny));
+        assert_eq!(
+            got, want,
+            "read in tiny pieces (phase {k}) differs on {b:?}"
+        );
+    }
+    whole
+}
