@@ -3,58 +3,88 @@
 //! it names, and a session's transactions come in order.
 
 use super::{Live, Online, Writer, NONE};
-use krait_history::TxnStatus;
+use krait_history::{FxHashMap, KeyId, TxnStatus};
+use std::collections::HashSet;
+
+/// Where each queued transaction is, and who reads from it: the dependencies admission follows.
+struct Queues {
+    /// Queued seq → (session index, position in its queue).
+    pos: FxHashMap<u64, (usize, usize)>,
+    /// Queued writer seq → the queued transactions with a read it must come with.
+    readers: FxHashMap<u64, Vec<u64>>,
+}
 
 impl Online {
-    pub(super) fn blocked_set(&self, force: bool) -> std::collections::HashSet<u64> {
-        let mut blocked: std::collections::HashSet<u64> = Default::default();
-        loop {
-            let mut changed = false;
-            for s in &self.sessions {
-                let mut after_blocked = false;
-                for q in &s.queue {
-                    if blocked.contains(&q.seq) {
-                        after_blocked = true;
-                        continue;
-                    }
-                    let mut block = after_blocked;
-                    // An aborted transaction's reads mean nothing: they never wait.
-                    if !block && q.t.status != TxnStatus::Aborted {
-                        for (k, v) in q.t.needs() {
-                            match self.writes.get(&(k, v)) {
-                                None if self.deleted_writes.contains_key(&(k, v))
-                                    || self.is_init_value(k, v) => {}
-                                None => {
-                                    let overdue = self.sweep >= q.sweep + 2
-                                        && q.seen_at.elapsed() >= self.opts.read_wait
-                                        && !self.provisional.contains(&(k, v));
-                                    if !force && !overdue {
-                                        block = true;
-                                    }
-                                }
-                                Some(Writer::Queued(w)) if blocked.contains(w) => block = true,
-                                _ => {}
-                            }
-                            if block {
-                                break;
-                            }
-                        }
-                    }
-                    if block {
-                        blocked.insert(q.seq);
-                        after_blocked = true;
-                        changed = true;
+    /// Indexes the queues; `missing(t, read)` is called for each read of a write not seen at all
+    /// (not queued, live, deleted or folded) and says whether `t` must wait for it: those are
+    /// returned. Aborted transactions' reads count only with `aborted_reads`.
+    fn index_queues(
+        &self,
+        aborted_reads: bool,
+        mut missing: impl FnMut(&super::Queued, (KeyId, u64)) -> bool,
+    ) -> (Queues, Vec<u64>) {
+        let mut q = Queues {
+            pos: FxHashMap::default(),
+            readers: FxHashMap::default(),
+        };
+        let mut roots = Vec::new();
+        for (si, s) in self.sessions.iter().enumerate() {
+            for (i, t) in s.queue.iter().enumerate() {
+                q.pos.insert(t.seq, (si, i));
+                if !aborted_reads && t.t.status == TxnStatus::Aborted {
+                    continue;
+                }
+                let mut root = false;
+                for (k, v) in t.t.needs() {
+                    match self.writes.get(&(k, v)) {
+                        None if self.deleted_writes.contains_key(&(k, v))
+                            || self.is_init_value(k, v) => {}
+                        None => root |= missing(t, (k, v)),
+                        Some(Writer::Queued(w)) => q.readers.entry(*w).or_default().push(t.seq),
+                        Some(Writer::Live(_)) => {}
                     }
                 }
-            }
-            if !changed {
-                return blocked;
+                if root {
+                    roots.push(t.seq);
+                }
             }
         }
+        (q, roots)
     }
 
-    /// How many transactions to admit from the front of each session's queue.
-    pub(super) fn admission(&self, blocked: &std::collections::HashSet<u64>) -> Vec<usize> {
+    /// The queued transactions that must wait: those reading a write not seen yet (unless
+    /// overdue, or `force`), everything after them in their sessions, and every reader of a
+    /// waiting transaction's writes, transitively. One pass over the queues and their
+    /// dependencies (each transaction is marked once), however long the chains.
+    pub(super) fn blocked_set(&self, force: bool) -> HashSet<u64> {
+        // An aborted transaction's reads mean nothing: they never wait.
+        let (q, mut stack) = self.index_queues(false, |t, kv| {
+            let overdue = self.sweep >= t.sweep + 2
+                && t.seen_at.elapsed() >= self.opts.read_wait
+                && !self.provisional.contains(&kv);
+            !force && !overdue
+        });
+        let mut blocked: HashSet<u64> = HashSet::default();
+        // Per session, the first position known to wait: everything from there on waits.
+        let mut from: Vec<usize> = self.sessions.iter().map(|s| s.queue.len()).collect();
+        while let Some(x) = stack.pop() {
+            let (si, i) = q.pos[&x];
+            if i >= from[si] {
+                continue;
+            }
+            for t in self.sessions[si].queue.range(i..from[si]) {
+                blocked.insert(t.seq);
+                stack.extend(q.readers.get(&t.seq).into_iter().flatten().copied());
+            }
+            from[si] = i;
+        }
+        blocked
+    }
+
+    /// How many transactions to admit from the front of each session's queue: all that need
+    /// not wait, or with `max_admit`, the sessions in turn up to the cap, less every reader
+    /// whose writer was left out (and what follows it in its session), transitively.
+    pub(super) fn admission(&self, blocked: &HashSet<u64>) -> Vec<usize> {
         let ready: Vec<usize> = self
             .sessions
             .iter()
@@ -70,8 +100,6 @@ impl Online {
         if cap == 0 || total <= cap {
             return ready;
         }
-        // Round robin up to the cap, then drop readers whose queued writers were left out
-        // (and what follows them in their sessions) until that holds.
         let mut take = vec![0usize; ready.len()];
         let mut left = cap;
         while left > 0 {
@@ -82,35 +110,27 @@ impl Online {
                 }
             }
         }
-        loop {
-            let picked: std::collections::HashSet<u64> = self
-                .sessions
-                .iter()
-                .zip(&take)
-                .flat_map(|(s, &t)| s.queue.iter().take(t).map(|q| q.seq))
-                .collect();
-            let mut changed = false;
-            for (si, s) in self.sessions.iter().enumerate() {
-                for (i, q) in s.queue.iter().take(take[si]).enumerate() {
-                    // List elements count as reads: each names the write that appended it.
-                    let misses = q.t.needs().any(|(k, v)| {
-                        matches!(self.writes.get(&(k, v)), Some(Writer::Queued(w)) if !picked.contains(w))
-                    });
-                    if misses {
-                        take[si] = i;
-                        changed = true;
-                        break;
-                    }
+        // Every reader (aborted ones too) comes with the writers it names: what is left out,
+        // past the cap or waiting, starts the worklist.
+        let (q, _) = self.index_queues(true, |_, _| false);
+        let mut stack: Vec<u64> = Vec::new();
+        for (si, s) in self.sessions.iter().enumerate() {
+            stack.extend(s.queue.range(take[si]..).map(|t| t.seq));
+        }
+        while let Some(w) = stack.pop() {
+            for r in q.readers.get(&w).into_iter().flatten() {
+                let (si, i) = q.pos[r];
+                if i < take[si] {
+                    stack.extend(self.sessions[si].queue.range(i..take[si]).map(|t| t.seq));
+                    take[si] = i;
                 }
             }
-            if !changed {
-                // Readers and writers that name each other across the cap: take them all.
-                return if take.iter().all(|&t| t == 0) {
-                    ready
-                } else {
-                    take
-                };
-            }
+        }
+        // Readers and writers that name each other across the cap: take them all.
+        if take.iter().all(|&t| t == 0) {
+            ready
+        } else {
+            take
         }
     }
 

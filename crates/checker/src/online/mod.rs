@@ -28,6 +28,8 @@
 //! transactions are dropped from later rebuilds: all they implied is already among those edges.
 
 mod admit;
+#[cfg(test)]
+mod admit_tests;
 mod carry;
 mod epoch;
 mod gc;
