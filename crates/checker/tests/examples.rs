@@ -410,3 +410,47 @@ fn single_session_stale_read_is_two_steps() {
     );
     assert_eq!(c.cycle[0].explanation, "T1 came before T200 in session s0");
 }
+
+/// At read committed both the collector's fences and the workload lose updates; the certificate
+/// names the workload's (the fence key is krait's own instrumentation, not the user's data).
+#[test]
+fn lost_update_on_the_workload_is_shown_before_one_on_the_fence_key() {
+    let fence = krait_history::NATIVE_FENCE_KEY;
+    let c = reject(&h(&[
+        T::new(0, 1).r0(fence).w(fence, 1),
+        T::new(1, 2).r0(fence).w(fence, 2),
+        T::new(2, 3).r0("x").w("x", 10),
+        T::new(3, 4).r0("x").w("x", 20),
+    ]));
+    assert_eq!(c.anomaly, Anomaly::LostUpdate);
+    assert!(
+        c.cycle.iter().all(|e| e.key.as_deref() == Some("x")),
+        "{c:#?}"
+    );
+    // Alone, the fence's lost update is still reported.
+    let c = reject(&h(&[
+        T::new(0, 1).r0(fence).w(fence, 1),
+        T::new(1, 2).r0(fence).w(fence, 2),
+    ]));
+    assert_eq!(c.anomaly, Anomaly::LostUpdate);
+    assert!(c.cycle.iter().all(|e| e.key.as_deref() == Some(fence)));
+}
+
+/// Within one strongly connected component, a cycle through the workload's keys is shown
+/// before a shorter one through the fence key.
+#[test]
+fn cycle_through_the_workload_is_shown_before_one_through_the_fence_key() {
+    let fence = krait_history::NATIVE_FENCE_KEY;
+    // T1 and T2 write-skew on x and y (two anti-dependencies); T2 and T3 also close a cycle
+    // with one anti-dependency, but through the fence key.
+    let c = reject(&h(&[
+        T::new(0, 1).r0("x").r0("y").w("x", 1),
+        T::new(1, 2).r0("x").r0("y").w("y", 2).w(fence, 7),
+        T::new(2, 3).r(fence, 7).w("x", 3),
+        T::new(0, 4).r("x", 3).r0(fence),
+    ]));
+    assert!(
+        c.cycle.iter().all(|e| e.key.as_deref() != Some(fence)),
+        "{c:#?}"
+    );
+}

@@ -19,11 +19,17 @@ fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
         .collect()
 }
 
-fn edge_cost(labels: &[Label]) -> impl Fn(u32) -> graph::Cost + '_ {
-    move |e| match labels[e as usize].kind {
-        EdgeKind::Rw => graph::Cost::Rw,
-        EdgeKind::Session => graph::Cost::Session,
-        _ => graph::Cost::Other,
+/// What each edge costs a certificate's cycle: its kind, and whether it is on the collector's
+/// fence key (avoided first, so a cycle through the workload's keys is shown when one exists).
+fn edge_cost(labels: &[Label], fence: Option<u32>) -> impl Fn(u32) -> (graph::Cost, bool) + '_ {
+    move |e| {
+        let l = labels[e as usize];
+        let cost = match l.kind {
+            EdgeKind::Rw => graph::Cost::Rw,
+            EdgeKind::Session => graph::Cost::Session,
+            _ => graph::Cost::Other,
+        };
+        (cost, fence == Some(l.key))
     }
 }
 
@@ -57,7 +63,7 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
         &comp,
         cid,
         &starts,
-        edge_cost(&b.labels),
+        edge_cost(&b.labels, h.fence_key),
         64,
         CYCLE_SEARCH_BUDGET,
     )
@@ -225,7 +231,7 @@ fn case_analysis(
             .filter(|&n| comp[n as usize] == cid)
             .collect();
         let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
-        let cost = edge_cost(&labels);
+        let cost = edge_cost(&labels, x.h.fence_key);
         if let Some(cyc) =
             graph::best_cycle(&csr, &comp, cid, &starts, cost, 32, CYCLE_SEARCH_BUDGET)
         {

@@ -13,8 +13,10 @@ pub enum Cost {
     Other,
 }
 
-/// The best cycle through the nodes of one strongly connected component: fewest
-/// anti-dependencies first, then fewest steps, a run of session edges counting as one step.
+/// The best cycle through the nodes of one strongly connected component: fewest edges to avoid
+/// first (`cost(e).1`: the collector's own fence key, whose anomalies say little about the
+/// workload), then fewest anti-dependencies, then fewest steps, a run of session edges counting
+/// as one step.
 /// Dijkstra from at most `max_starts` nodes of the component, over dense arrays, stopping once
 /// a cycle is known and `budget` node visits are spent, so a huge component costs a few linear
 /// passes.
@@ -23,7 +25,7 @@ pub fn best_cycle(
     comp: &[u32],
     target_comp: u32,
     members: &[Node],
-    cost: impl Fn(u32) -> Cost,
+    cost: impl Fn(u32) -> (Cost, bool),
     max_starts: usize,
     budget: usize,
 ) -> Option<Vec<u32>> {
@@ -31,28 +33,28 @@ pub fn best_cycle(
     use std::collections::BinaryHeap;
     const NONE: u32 = u32::MAX;
     let n = comp.len();
-    // State = node * 2 + (arrived by a session edge).
-    let mut dist: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
+    // State = node * 2 + (arrived by a session edge); distance = (avoided, rw, steps).
+    let mut dist: Vec<(u32, u32, u32)> = vec![(NONE, NONE, NONE); 2 * n];
     let mut parent: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
     let mut touched: Vec<usize> = Vec::new();
-    let mut best: Option<((u32, u32), Vec<u32>)> = None;
+    let mut best: Option<((u32, u32, u32), Vec<u32>)> = None;
     let mut spent = 0usize;
     for &s in members.iter().take(max_starts) {
         if best.is_some() && spent >= budget {
             break;
         }
         for &i in &touched {
-            dist[i] = (NONE, NONE);
+            dist[i] = (NONE, NONE, NONE);
             parent[i] = (NONE, NONE);
         }
         touched.clear();
         let mut heap = BinaryHeap::new();
         let start = s as usize * 2;
-        dist[start] = (0, 0);
+        dist[start] = (0, 0, 0);
         touched.push(start);
-        heap.push(Reverse(((0u32, 0u32), start)));
+        heap.push(Reverse(((0u32, 0u32, 0u32), start)));
         // The cycle closed back into s: its length and the (state, edge) that closed it.
-        let mut closed: Option<((u32, u32), usize, u32)> = None;
+        let mut closed: Option<((u32, u32, u32), usize, u32)> = None;
         while let Some(Reverse((d, st))) = heap.pop() {
             if d != dist[st] {
                 continue;
@@ -69,12 +71,16 @@ pub fn best_cycle(
                 if comp[y as usize] != target_comp {
                     continue;
                 }
-                let c = cost(e);
+                let (c, avoid) = cost(e);
                 let step = match c {
                     Cost::Session if via_session => 0,
                     _ => 1,
                 };
-                let nd = (d.0 + u32::from(c == Cost::Rw), d.1 + step);
+                let nd = (
+                    d.0 + u32::from(avoid),
+                    d.1 + u32::from(c == Cost::Rw),
+                    d.2 + step,
+                );
                 if y == s {
                     if closed.as_ref().is_none_or(|(cd, _, _)| nd < *cd) {
                         closed = Some((nd, st, e));
