@@ -102,6 +102,13 @@ pub(crate) fn run(
         Level::Serializable => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
     match decided {
+        // Only the fence key broke: that is the violation to report.
+        Decided::Accept { .. } | Decided::Unknown(_) if b.deferred.is_some() => {
+            let t = Instant::now();
+            let cert = cert::certify(h, &r, b.deferred.as_ref().unwrap());
+            timings.certificate = t.elapsed();
+            Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings))
+        }
         Decided::Accept { remaining, chosen } => {
             let order = opts
                 .want_order

@@ -33,41 +33,55 @@ fn edge_cost(labels: &[Label], fence: Option<u32>) -> impl Fn(u32) -> (graph::Co
     }
 }
 
+/// The best cycle (see `graph::best_cycle`) of the smallest non-trivial strongly connected
+/// component of `csr` (lowest id among equals, so the choice is stable): its cycles are the
+/// shortest to read. None when `csr` is acyclic. Edge indices are `csr`'s.
+fn smallest_cycle(
+    b: &Built,
+    csr: &Csr,
+    cost: impl Fn(u32) -> (graph::Cost, bool),
+) -> Option<Vec<u32>> {
+    let (comp, ncomp) = graph::scc(b.num_nodes, csr);
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let Some(cid) = (0..ncomp)
+        .filter(|&c| size[c as usize] > 1)
+        .min_by_key(|&c| (size[c as usize], c))
+    else {
+        // No component of two or more: the cycle, if any, is an edge from a node to itself.
+        return (0..b.num_nodes as Node)
+            .find_map(|x| csr.succ(x).iter().find(|&&(y, _)| y == x))
+            .map(|&(_, e)| vec![e]);
+    };
+    let starts: Vec<Node> = (0..b.first_gate)
+        .filter(|&x| comp[x as usize] == cid)
+        .collect();
+    graph::best_cycle(csr, &comp, cid, &starts, cost, 64, CYCLE_SEARCH_BUDGET)
+}
+
 /// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
 /// over a million-transaction component).
 const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
 
 pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
     let csr = Csr::build(b.num_nodes, &b.edges, false);
-    let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
-    // Smallest non-trivial component first (lowest id among equals, so the choice is stable):
-    // its cycles are the shortest to read.
-    let mut size = vec![0u32; ncomp as usize];
-    for &c in &comp {
-        size[c as usize] += 1;
-    }
-    let cid = (0..ncomp)
-        .filter(|&c| size[c as usize] > 1)
-        .min_by_key(|&c| (size[c as usize], c))
+    let cost = edge_cost(&b.labels, h.fence_key);
+    // A cycle that does not use the collector's fence key, in whichever component holds one:
+    // the workload's anomaly, rather than one only the instrumentation shows.
+    let workload = h.fence_key.and_then(|fk| {
+        let ids: Vec<u32> = (0..b.edges.len() as u32)
+            .filter(|&e| b.labels[e as usize].key != fk)
+            .collect();
+        let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
+        let sub = Csr::build(b.num_nodes, &kept, false);
+        let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]))?;
+        Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
+    });
+    let cyc = workload
+        .or_else(|| smallest_cycle(b, &csr, &cost))
         .expect("a cycle exists");
-    let members: Vec<Node> = (0..b.num_nodes as Node)
-        .filter(|&x| comp[x as usize] == cid)
-        .collect();
-    let starts: Vec<Node> = members
-        .iter()
-        .copied()
-        .filter(|&x| x < b.first_gate)
-        .collect();
-    let cyc = graph::best_cycle(
-        &csr,
-        &comp,
-        cid,
-        &starts,
-        edge_cost(&b.labels, h.fence_key),
-        64,
-        CYCLE_SEARCH_BUDGET,
-    )
-    .expect("a cycle in an SCC");
     let es = labelled(b, &cyc);
     let x = Explainer { h, r, b };
     let d = Deducer::new(Explainer { h, r, b }, &csr);
