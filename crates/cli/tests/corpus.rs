@@ -202,8 +202,8 @@ fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
     }
 }
 
-#[test]
-fn every_history_in_the_corpus_gets_its_expected_verdict() {
+/// Every history file of the corpus, in name order.
+fn corpus_files() -> Vec<PathBuf> {
     let dir = corpus_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
@@ -211,6 +211,58 @@ fn every_history_in_the_corpus_gets_its_expected_verdict() {
         .filter(|p| p.extension().is_some_and(|x| x == "edn" || x == "jsonl"))
         .collect();
     files.sort();
+    files
+}
+
+/// The same history gives byte-identical answers every time and on any number of threads:
+/// the text report, and the JSON report without its timings, over 10 runs each with 1, 2 and
+/// the default number of worker threads.
+#[test]
+fn answers_are_byte_identical_across_runs_and_thread_counts() {
+    for path in corpus_files() {
+        let case = parse_case(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let answer = |threads: Option<&str>, json: bool| -> String {
+            let mut c = krait();
+            c.arg("check").arg(&path).args(&case.args);
+            if json {
+                c.arg("--json");
+            }
+            if let Some(n) = threads {
+                c.env("RAYON_NUM_THREADS", n);
+            }
+            let out = c.output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if !json {
+                return text;
+            }
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let obj = v.as_object_mut().unwrap();
+            obj.retain(|k, _| k != "timings" && !k.ends_with("_ms"));
+            v.to_string()
+        };
+        for json in [false, true] {
+            let first = answer(None, json);
+            for (i, threads) in [None, Some("1"), Some("2")]
+                .into_iter()
+                .cycle()
+                .take(10)
+                .enumerate()
+            {
+                assert_eq!(
+                    answer(threads, json),
+                    first,
+                    "{}: run {i} ({threads:?} threads, json {json}) differs",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_history_in_the_corpus_gets_its_expected_verdict() {
+    let dir = corpus_dir();
+    let files = corpus_files();
     assert!(
         files.len() >= 16,
         "the corpus in {} has only {} histories",
