@@ -53,6 +53,8 @@ fn simulated(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<
         fractured_reads: if faulty { 0.001 } else { 0.0 },
         seed: 7,
         format: None,
+        ops_per_txn: None,
+        read_ratio: None,
     };
     let t = Instant::now();
     let h = generate(&g)?;

@@ -36,6 +36,14 @@ pub struct GenerateArgs {
     pub(crate) fractured_reads: f64,
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+    /// Operations per transaction (the workload's own when not given: 8 for BlindW): e.g.
+    /// 160 with --read-ratio 0.98 for a read-heavy history like real OLTP ones.
+    #[arg(long)]
+    pub(crate) ops_per_txn: Option<usize>,
+    /// Fraction of read-only transactions, 0 to 1 (the workload's own when not given: 0.9
+    /// for blindw-rm, 0.5 for blindw-rw, 0.1 for blindw-wm); the others write blindly.
+    #[arg(long)]
+    pub(crate) read_ratio: Option<f64>,
     #[arg(long)]
     pub(crate) format: Option<Format>,
 }
@@ -67,7 +75,18 @@ pub(crate) fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::Histor
             "unknown workload {w:?}: the simulated store runs blindw-rm, blindw-rw, blindw-wm"
         ),
     };
+    if let Some(r) = g.read_ratio {
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&r),
+            "--read-ratio {r} is not between 0 and 1"
+        );
+    }
+    if let Some(n) = g.ops_per_txn {
+        anyhow::ensure!(n > 0, "--ops-per-txn must be at least 1");
+    }
     Ok(krait_workloads::blindw(&BlindW {
+        ops_per_txn: g.ops_per_txn.unwrap_or(base.ops_per_txn),
+        read_only: g.read_ratio.unwrap_or(base.read_only),
         sessions: g.sessions,
         keys: g.keys,
         fence_every: g.fence_every,
