@@ -51,6 +51,28 @@ impl Keys for KeyAdapter<'_> {
     }
 }
 
+/// Waits for `path` to appear, so that watch can be started before the clients that create
+/// it; with `--idle-exit`, for that long at most.
+fn wait_for(path: &std::path::Path, w: &WatchArgs) -> anyhow::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    eprintln!("waiting for {} to appear", path.display());
+    let t0 = Instant::now();
+    while !path.exists() {
+        if let Some(d) = w.idle_exit {
+            anyhow::ensure!(
+                t0.elapsed() < d,
+                "{}: no such file or directory (waited {:.1} s for it to appear)",
+                path.display(),
+                d.as_secs_f64()
+            );
+        }
+        std::thread::sleep(w.interval);
+    }
+    Ok(())
+}
+
 /// Logs still being written, followed until they stop growing (or forever).
 pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let a = &w.check;
@@ -61,6 +83,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(Format::Cobra) => Some(StreamFormat::Cobra),
         Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
     };
+    wait_for(&a.path, w)?;
     let mut follower = Follower::new(&a.path, fmt)?;
     let mut on = Online::new(OnlineOptions {
         // In watch, --round-size caps a round like --max-round.
