@@ -11,7 +11,6 @@
 mod common;
 
 use common::TempDb;
-use krait_checker::{check, Options};
 use krait_collector::{backend, Isolation};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,17 +92,7 @@ fn run_through_restart(db: &TempDb, tag: &str, restart: &dyn Fn() -> bool) {
     let rep = rep.unwrap_or_else(|e| panic!("{tag}: the run must survive a restart: {e}"));
     assert!(rep.reconnects > 0, "{tag}: sessions reconnected: {rep:?}");
     assert_eq!(rep.committed + rep.aborted + rep.unknown, 4000);
-    let l = krait_history::load(&out, None).unwrap();
-    common::batch_matches_follow(&out, tag);
-    let h = &l.history;
-    let v = check(h, &Options::default()).unwrap().verdict;
-    assert!(
-        v.is_accept(),
-        "{tag}: a correct database restarted mid-run: {v:?}"
-    );
-    let on = krait_checker::online::replay(h, Default::default(), 200, |_, _| {}).unwrap();
-    assert!(on.verdict().is_none(), "{tag}: online: {:?}", on.verdict());
-    let rows = common::rows_accounted_for(db, h, tag);
+    let rows = common::verifies_and_accounts_for_rows(&out, db, 200, tag, "restarted mid-run");
     println!(
         "{tag}: {} committed, {} aborted, {} unknown, {} reconnects; ACCEPT; {rows} rows match",
         rep.committed, rep.aborted, rep.unknown, rep.reconnects

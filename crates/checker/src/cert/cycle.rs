@@ -40,6 +40,7 @@ fn smallest_cycle(
     b: &Built,
     csr: &Csr,
     cost: impl Fn(u32) -> (graph::Cost, bool),
+    max_starts: usize,
 ) -> Option<Vec<u32>> {
     let (comp, ncomp) = graph::scc(b.num_nodes, csr);
     let mut size = vec![0u32; ncomp as usize];
@@ -58,7 +59,15 @@ fn smallest_cycle(
     let starts: Vec<Node> = (0..b.first_gate)
         .filter(|&x| comp[x as usize] == cid)
         .collect();
-    graph::best_cycle(csr, &comp, cid, &starts, cost, 64, CYCLE_SEARCH_BUDGET)
+    graph::best_cycle(
+        csr,
+        &comp,
+        cid,
+        &starts,
+        cost,
+        max_starts,
+        CYCLE_SEARCH_BUDGET,
+    )
 }
 
 /// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
@@ -76,11 +85,11 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
             .collect();
         let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
         let sub = Csr::build(b.num_nodes, &kept, false);
-        let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]))?;
+        let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64)?;
         Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
     });
     let cyc = workload
-        .or_else(|| smallest_cycle(b, &csr, &cost))
+        .or_else(|| smallest_cycle(b, &csr, &cost, 64))
         .expect("a cycle exists");
     let es = labelled(b, &cyc);
     let x = Explainer { h, r, b };
@@ -229,26 +238,8 @@ fn case_analysis(
             choices.push(described[j].options[usize::from(!first)].choice.clone());
         }
         let csr = Csr::build(b.num_nodes, &edges, false);
-        let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
-        let mut size = vec![0u32; ncomp as usize];
-        for &c in &comp {
-            size[c as usize] += 1;
-        }
-        // The smallest non-trivial component, the lowest id among equals: a stable choice.
-        let Some(cid) = (0..ncomp)
-            .filter(|&c| size[c as usize] > 1)
-            .min_by_key(|&c| (size[c as usize], c))
-        else {
-            continue;
-        };
-        let m: Vec<Node> = (0..b.num_nodes as Node)
-            .filter(|&n| comp[n as usize] == cid)
-            .collect();
-        let starts: Vec<Node> = m.iter().copied().filter(|&n| n < b.first_gate).collect();
         let cost = edge_cost(&labels, x.h.fence_key);
-        if let Some(cyc) =
-            graph::best_cycle(&csr, &comp, cid, &starts, cost, 32, CYCLE_SEARCH_BUDGET)
-        {
+        if let Some(cyc) = smallest_cycle(b, &csr, cost, 32) {
             let es: Vec<(Node, Node, Label)> = cyc
                 .iter()
                 .map(|&e| (edges[e as usize].0, edges[e as usize].1, labels[e as usize]))

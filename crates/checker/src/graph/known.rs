@@ -337,13 +337,13 @@ fn forget_key(b: &mut Built, f: &mut Facts, k: u32) {
     f.reads.retain(|r| r.0 != k);
     f.writes.retain(|w| w.0 != k);
     f.rmws.retain(|r| r.0 != k);
-    let keep: Vec<bool> = b.labels.iter().map(|l| l.key != k).collect();
-    let mut i = 0;
-    b.edges.retain(|_| {
-        i += 1;
-        keep[i - 1]
-    });
-    b.labels.retain(|l| l.key != k);
+    (b.edges, b.labels) = b
+        .edges
+        .iter()
+        .zip(&b.labels)
+        .filter(|(_, l)| l.key != k)
+        .map(|(&e, &l)| (e, l))
+        .unzip();
 }
 
 /// The key a version-order finding is about.

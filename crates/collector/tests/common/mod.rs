@@ -137,3 +137,26 @@ pub fn blindw_run(
     };
     (cfg, w)
 }
+
+/// What a run against a correct database must give however it was disturbed: the logs read
+/// the same loaded or followed, the history verifies ACCEPT one-shot and online (rounds of
+/// `round` transactions), and every row the database holds is accounted for (`what` says how
+/// the run was disturbed). Returns the number of rows compared.
+pub fn verifies_and_accounts_for_rows(
+    out: &std::path::Path,
+    db: &TempDb,
+    round: usize,
+    tag: &str,
+    what: &str,
+) -> usize {
+    let l = krait_history::load(out, None).unwrap();
+    batch_matches_follow(out, tag);
+    let h = &l.history;
+    let v = krait_checker::check(h, &krait_checker::Options::default())
+        .unwrap()
+        .verdict;
+    assert!(v.is_accept(), "{tag}: a correct database {what}: {v:?}");
+    let on = krait_checker::online::replay(h, Default::default(), round, |_, _| {}).unwrap();
+    assert!(on.verdict().is_none(), "{tag}: online: {:?}", on.verdict());
+    rows_accounted_for(db, h, tag)
+}
