@@ -12,6 +12,17 @@ pub(crate) enum Misplaced {
     WithoutEarlierAppend,
 }
 
+/// Why a write of the value a read returned cannot be the write it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NoWriter {
+    /// The reader's own transaction writes it, later.
+    Own,
+    /// Its transaction did not commit (aborted, or an unknown outcome nobody else shows read).
+    NotCommitted,
+    /// Its transaction overwrote it before committing.
+    Overwritten,
+}
+
 /// A reject reason found while building, before any graph search. Ops are indices into the
 /// history's ops; `key` is a key id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,8 +39,10 @@ pub(crate) enum Finding {
     AbortedRead { op: u32 },
     /// Read `op` returned a write its writer overwrote before committing (G1b).
     IntermediateRead { op: u32 },
-    /// Transaction `txn` read `key` twice and saw the versions written at ops `first` and
-    /// `second` (or `FROM_INIT`).
+    /// Read `op` returned a value several writes wrote, and none of them can be its writer:
+    /// each candidate write op with why not.
+    NoWriter { op: u32, why: Vec<(u32, NoWriter)> },
+    /// Transaction `txn` read `key` twice (ops `first` and `second`) and saw two versions.
     NonRepeatable {
         txn: TxnId,
         key: u32,

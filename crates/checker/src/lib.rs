@@ -47,7 +47,7 @@ pub use cert::{
 pub use graph::EdgeKind;
 pub use krait_solver::Budget;
 pub use options::{Options, SolverKind};
-pub use report::{CheckError, Report, Verdict};
+pub use report::{CheckError, MatchedRead, Report, Verdict};
 pub use stats::{CheckStats, Timings};
 
 use krait_history::History;

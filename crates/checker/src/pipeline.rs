@@ -6,8 +6,9 @@
 
 use crate::graph::{self, Built, EdgeKind, Label, Node};
 use crate::ser::{self, Decided};
+use crate::report::MatchedRead;
 use crate::{cert, realtime, CheckError, CheckStats, Options, Report, Timings, Verdict};
-use krait_history::{History, TxnId};
+use krait_history::{History, Resolution, TxnId, FROM_INIT};
 use std::borrow::Cow;
 use std::time::Instant;
 
@@ -46,11 +47,75 @@ pub(crate) struct Final {
 }
 
 /// Checks `h`; with `want_final`, an ACCEPT also returns its graph (online garbage collection).
+///
+/// A transaction whose outcome is unknown takes part only if a read shows it committed. Where a
+/// read's value was also written by such a transaction, the read *may* show it: a REJECT of the
+/// check that leaves them out is then confirmed by checking with each set of them taken as
+/// committed (a transaction nobody reads can always be taken as aborted, so these sets are all
+/// there is to try).
 pub(crate) fn run(
     h: &History,
     opts: &Options,
     carried: Option<&Carried>,
     want_final: bool,
+) -> Result<(Report, Option<Final>), CheckError> {
+    let first = run_once(h, opts, carried, want_final, &[])?;
+    if !first.0.verdict.is_reject() || carried.is_some() || !h.has_duplicates() {
+        return Ok(first);
+    }
+    let maybe = unknown_candidates(h);
+    if maybe.is_empty() {
+        return Ok(first);
+    }
+    if maybe.len() > MAX_UNKNOWN_WRITERS {
+        let reason = format!(
+            "no serial order without the {} transactions of unknown outcome some read's value could come from, and too many to try each set of them as committed",
+            maybe.len()
+        );
+        let (report, _) = ended(Verdict::Unknown { reason }, first.0.stats, first.0.timings);
+        return Ok((report, None));
+    }
+    let mut unknown = None;
+    for mask in 1u32..(1 << maybe.len()) {
+        let set: Vec<TxnId> = (0..maybe.len())
+            .filter(|&i| mask >> i & 1 == 1)
+            .map(|i| maybe[i])
+            .collect();
+        let (report, fin) = run_once(h, opts, carried, want_final, &set)?;
+        match report.verdict {
+            Verdict::Accept => return Ok((report, fin)),
+            // Without an answer for this set, the REJECT is not confirmed.
+            Verdict::Unknown { .. } => unknown.get_or_insert((report, fin)),
+            Verdict::Reject(_) => continue,
+        };
+    }
+    Ok(unknown.unwrap_or(first))
+}
+
+/// At most this many unknown outcomes are tried as committed, each set of them (2^n checks).
+const MAX_UNKNOWN_WRITERS: usize = 8;
+
+/// Transactions of unknown outcome whose final write of a key is a candidate of some read.
+fn unknown_candidates(h: &History) -> Vec<TxnId> {
+    let r = krait_history::resolve(h);
+    let mut out: Vec<TxnId> = r
+        .cand_ops
+        .iter()
+        .filter(|&&w| w < krait_history::FROM_AMBIGUOUS)
+        .map(|&w| r.op_txn[w as usize])
+        .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Unknown)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn run_once(
+    h: &History,
+    opts: &Options,
+    carried: Option<&Carried>,
+    want_final: bool,
+    also_committed: &[TxnId],
 ) -> Result<(Report, Option<Final>), CheckError> {
     let t0 = Instant::now();
     // The timeout counts from the start of this check, not from when the options were made.
@@ -63,17 +128,22 @@ pub(crate) fn run(
         }
         None => Cow::Borrowed(opts),
     };
-    let r = krait_history::resolve(h);
+    let mut r = krait_history::resolve(h);
     let mut timings = Timings {
         resolve: t0.elapsed(),
         ..Default::default()
     };
     let mut stats = CheckStats::default();
     let t1 = Instant::now();
-    let committed_unknown = carried.map_or(&[][..], |c| &c.committed_unknown[..]);
+    let mut committed_unknown = carried.map_or(Vec::new(), |c| c.committed_unknown.clone());
+    committed_unknown.extend_from_slice(also_committed);
     let level = Level::of(&opts);
-    let mut b = match graph::build(h, &r, &opts, committed_unknown) {
-        Ok((mut b, facts)) => {
+    let mut b = match graph::build(h, &r, &opts, &committed_unknown) {
+        Ok((mut b, mut facts)) => {
+            // Ambiguous reads only one candidate could explain name their writer from here on.
+            for (op, w) in std::mem::take(&mut facts.resolved) {
+                r.read_from[op as usize] = w;
+            }
             match level {
                 Level::Serializable => ser::add_chains(&mut b, facts, &opts),
             }
@@ -96,46 +166,97 @@ pub(crate) fn run(
     stats.txns_checked = b.node_txn.len();
     stats.unknown_outcome_excluded = b.excluded_unknown;
     stats.constraints = b.constraints.len() + b.chain_pairs();
+    stats.ambiguous_reads = b.choices.len();
     timings.graph = t1.elapsed();
 
     let decided = match level {
         Level::Serializable => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
-    match decided {
+    stats.ambiguous_after_prune = b.choices.iter().filter(|c| c.num_alive() > 1).count();
+    // Reads pruning left one candidate name it in any certificate.
+    for c in &b.choices {
+        if let Some(x) = c.single() {
+            for &op in &c.ops {
+                r.read_from[op as usize] = c.cand_ops[x];
+            }
+        }
+    }
+    let t = Instant::now();
+    let verdict = |cert: crate::Certificate| Verdict::Reject(Box::new(cert));
+    let (verdict, order, matched, fin) = match decided {
         // Only the fence key broke: that is the violation to report.
         Decided::Accept { .. } | Decided::Unknown(_) if b.deferred.is_some() => {
-            let t = Instant::now();
             let cert = cert::certify(h, &r, b.deferred.as_ref().unwrap());
-            timings.certificate = t.elapsed();
-            Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings))
+            (verdict(cert), None, Vec::new(), None)
         }
-        Decided::Accept { remaining, chosen } => {
-            let order = opts
-                .want_order
-                .then(|| ser::serial_order(h, &b, &remaining, &chosen));
-            let fin = want_final.then_some(Final { b, remaining });
-            let report = Report {
-                verdict: Verdict::Accept,
-                stats,
-                timings,
-                order,
+        Decided::Accept {
+            remaining,
+            chosen,
+            picks,
+        } => {
+            let (order, matched) = if opts.want_order {
+                let order = ser::serial_order(h, &b, &remaining, &chosen, &picks);
+                (Some(order), matched_reads(h, &r, &b, &picks))
+            } else {
+                (None, Vec::new())
             };
-            Ok((report, fin))
+            let fin = want_final.then_some(Final { b, remaining });
+            (Verdict::Accept, order, matched, fin)
         }
-        Decided::Cycle => {
-            let t = Instant::now();
-            let cert = cert::cycle_certificate(h, &r, &b);
-            timings.certificate = t.elapsed();
-            Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings))
+        Decided::Cycle => (
+            verdict(cert::cycle_certificate(h, &r, &b)),
+            None,
+            Vec::new(),
+            None,
+        ),
+        Decided::NoWriter(c) => (
+            verdict(cert::no_writer_certificate(h, &r, &b, c)),
+            None,
+            Vec::new(),
+            None,
+        ),
+        Decided::Unsat {
+            remaining,
+            core,
+            choices,
+        } => {
+            let cert = cert::unsat_certificate(h, &r, &b, &remaining, &core, &choices);
+            (verdict(cert), None, Vec::new(), None)
         }
-        Decided::Unsat { remaining, core } => {
-            let t = Instant::now();
-            let cert = cert::unsat_certificate(h, &r, &b, &remaining, &core);
-            timings.certificate = t.elapsed();
-            Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings))
-        }
-        Decided::Unknown(reason) => Ok(ended(Verdict::Unknown { reason }, stats, timings)),
+        Decided::Unknown(reason) => (Verdict::Unknown { reason }, None, Vec::new(), None),
+    };
+    if !verdict.is_accept() {
+        timings.certificate = t.elapsed();
     }
+    let report = Report {
+        verdict,
+        stats,
+        timings,
+        order,
+        matched,
+    };
+    Ok((report, fin))
+}
+
+/// The writer each ambiguous read was matched to, in the reader's op order.
+fn matched_reads(h: &History, r: &Resolution, b: &Built, picks: &[u32]) -> Vec<MatchedRead> {
+    let mut out: Vec<(u32, MatchedRead)> = Vec::new();
+    for (c, &x) in b.choices.iter().zip(picks) {
+        let w = c.cand_ops[x as usize];
+        for &op in &c.ops {
+            out.push((
+                op,
+                MatchedRead {
+                    txn: h.txn_ext[r.op_txn[op as usize] as usize],
+                    key: h.keys[c.key as usize].clone(),
+                    value: h.op_value[op as usize],
+                    writer: (w != FROM_INIT).then(|| h.txn_ext[r.op_txn[w as usize] as usize]),
+                },
+            ));
+        }
+    }
+    out.sort_by_key(|m| m.0);
+    out.into_iter().map(|m| m.1).collect()
 }
 
 /// What earlier rounds knew, as known edges: hubs become extra nodes after the graph's own.
@@ -170,6 +291,7 @@ fn ended(verdict: Verdict, stats: CheckStats, timings: Timings) -> (Report, Opti
         stats,
         timings,
         order: None,
+        matched: Vec::new(),
     };
     (report, None)
 }

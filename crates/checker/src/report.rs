@@ -51,6 +51,23 @@ pub struct Report {
     /// A serial order of the transactions (external ids), on ACCEPT when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<Vec<u64>>,
+    /// With the serial order, for each read whose value several writes wrote: the write it was
+    /// matched to (empty when every read names its writer).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<MatchedRead>,
+}
+
+/// A read whose value several writes wrote, and the writer the serial order gives it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct MatchedRead {
+    /// The reading transaction (external id).
+    pub txn: u64,
+    /// The key read.
+    pub key: String,
+    /// The value read.
+    pub value: u64,
+    /// The writing transaction (external id); none for the initial value.
+    pub writer: Option<u64>,
 }
 
 /// Errors that are about the input or the options, not the verdict.

@@ -47,4 +47,9 @@ pub struct CheckStats {
     pub decisions: u64,
     /// See `conflicts`.
     pub propagations: u64,
+    /// Reads with several candidate writers (a value written more than once), one per reading
+    /// transaction and key.
+    pub ambiguous_reads: usize,
+    /// Of those, how many pruning left with more than one candidate.
+    pub ambiguous_after_prune: usize,
 }

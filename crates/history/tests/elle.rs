@@ -353,8 +353,9 @@ fn edn_malformed_operations_name_line_and_problem() {
 }
 
 #[test]
-fn edn_duplicate_writes_and_ids_are_input_errors() {
-    let e = edn_err(
+fn edn_duplicate_writes_load_and_duplicate_ids_are_input_errors() {
+    // A value written twice is no error (a read of it may have read either).
+    let (text, _) = edn_ok(
         "\
 {:type :invoke, :process 0, :value [[:w 1 5]]}
 {:type :ok, :process 0, :value [[:w 1 5]]}
@@ -362,17 +363,7 @@ fn edn_duplicate_writes_and_ids_are_input_errors() {
 {:type :ok, :process 0, :value [[:w 1 5]]}
 ",
     );
-    assert_eq!(
-        at(&e),
-        (
-            Location::Line(4),
-            "key \"1\" is written with value 5 more than once (written values must be unique per key; the other write is at line 2)"
-        )
-    );
-    assert_eq!(
-        e.to_string(),
-        "h.edn: line 4: key \"1\" is written with value 5 more than once (written values must be unique per key; the other write is at line 2)"
-    );
+    assert_eq!(text.matches("w 1=5").count(), 2, "{text}");
     let e = edn_err(
         "\
 {:type :invoke, :process 0, :index 3, :value [[:w 1 5]]}

@@ -119,6 +119,7 @@ pub(crate) fn unsat_certificate(
     b: &Built,
     remaining: &[u32],
     core: &[u32],
+    choices: &[u32],
 ) -> Certificate {
     let x = Explainer { h, r, b };
     let csr = Csr::build(b.num_nodes, &b.edges, false);
@@ -175,13 +176,39 @@ pub(crate) fn unsat_certificate(
             ],
         });
     }
-    let summary = format!(
-        "{}: {} version-order choices, each of whose combinations closes a cycle",
-        Anomaly::Unsatisfiable.name(),
-        core.len()
-    );
-    let cases = if core.len() <= MAX_CASE_CONSTRAINTS {
-        case_analysis(&x, &d, b, remaining, core, &constraints)
+    let mut reads = Vec::new();
+    for &ci in choices {
+        let c = &b.choices[ci as usize];
+        txn_ids.extend(b.txn_of(c.reader));
+        txn_ids.extend(c.cands.iter().filter_map(|&w| b.txn_of(w)));
+        reads.push(format!(
+            "{} read {} = {} from {}",
+            x.node_name(c.reader),
+            h.keys[c.key as usize],
+            h.op_value[c.ops[0] as usize],
+            super::explain::candidates_text(h, r, c.ops[0])
+        ));
+    }
+    let summary = if reads.is_empty() {
+        format!(
+            "{}: {} version-order choices, each of whose combinations closes a cycle",
+            Anomaly::Unsatisfiable.name(),
+            core.len()
+        )
+    } else {
+        format!(
+            "{}: {} version-order choices and {} reads of a value several writes wrote ({}), each of whose combinations closes a cycle",
+            Anomaly::Unsatisfiable.name(),
+            core.len(),
+            reads.len(),
+            reads.join("; ")
+        )
+    };
+    let combos = choices.iter().fold(1usize << core.len().min(20), |n, &ci| {
+        n.saturating_mul(b.choices[ci as usize].num_alive())
+    });
+    let cases = if core.len() <= MAX_CASE_CONSTRAINTS && combos <= MAX_CASES {
+        case_analysis(&x, &d, b, remaining, core, choices, &constraints)
     } else {
         Vec::new()
     };
@@ -205,8 +232,9 @@ pub(crate) fn unsat_certificate(
     }
 }
 
-/// Cores up to this size are explained case by case (2^n cases).
+/// Cores up to this size are explained case by case (2^n cases, times each read's candidates).
 const MAX_CASE_CONSTRAINTS: usize = 4;
+const MAX_CASES: usize = 32;
 
 /// Every combination of the core's choices, each with the cycle it closes: a complete,
 /// checkable proof that no choice works.
@@ -216,16 +244,32 @@ fn case_analysis(
     b: &Built,
     remaining: &[u32],
     core: &[u32],
+    choices: &[u32],
     described: &[CertConstraint],
 ) -> Vec<super::CertCase> {
     let mut cases = Vec::new();
-    for mask in 0u32..(1 << core.len()) {
+    // Each choice's open candidates; a case picks one of each (mixed radix after the mask).
+    let alive: Vec<Vec<u32>> = choices
+        .iter()
+        .map(|&ci| {
+            let c = &b.choices[ci as usize];
+            (0..c.cands.len() as u32)
+                .filter(|&i| c.alive[i as usize])
+                .collect()
+        })
+        .collect();
+    let per_mask: usize = alive.iter().map(Vec::len).product();
+    for n in 0..(1usize << core.len()) * per_mask {
+        let (mask, mut rest) = ((n / per_mask) as u32, n % per_mask);
         let mut edges = b.edges.clone();
         let mut labels = b.labels.clone();
-        let mut choices = Vec::new();
+        let mut choice_words = Vec::new();
+        let mut fixed = std::collections::HashMap::new();
         for (j, &i) in core.iter().enumerate() {
-            let c = &b.constraints[remaining[i as usize] as usize];
+            let ci = remaining[i as usize];
+            let c = &b.constraints[ci as usize];
             let first = mask >> j & 1 == 0;
+            fixed.insert(ci, first);
             let es = if first {
                 b.first_edges(c)
             } else {
@@ -235,8 +279,32 @@ fn case_analysis(
                 edges.push((u, v));
                 labels.push(l);
             }
-            choices.push(described[j].options[usize::from(!first)].choice.clone());
+            choice_words.push(described[j].options[usize::from(!first)].choice.clone());
         }
+        let mut picks = Vec::new();
+        for (j, &ci) in choices.iter().enumerate() {
+            let i = alive[j][rest % alive[j].len()];
+            rest /= alive[j].len();
+            picks.push((ci, i));
+            choice_words.push(super::choices::choice_text(
+                x.h,
+                b,
+                &b.choices[ci as usize],
+                i as usize,
+            ));
+        }
+        let side = |p: u32| {
+            fixed.get(&p).copied().or(match b.decided.get(p as usize) {
+                Some(graph::Known::True) => Some(true),
+                Some(graph::Known::False) => Some(false),
+                _ => None,
+            })
+        };
+        for (u, v, l) in super::choices::case_cond_edges(b, &picks, &side) {
+            edges.push((u, v));
+            labels.push(l);
+        }
+        let choices = choice_words;
         let csr = Csr::build(b.num_nodes, &edges, false);
         let cost = edge_cost(&labels, x.h.fence_key);
         if let Some(cyc) = smallest_cycle(b, &csr, cost, 32) {

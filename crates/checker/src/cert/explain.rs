@@ -3,7 +3,7 @@
 
 use super::{Anomaly, CertEdge, CertTxn, Certificate, EdgeNote};
 use crate::graph::{Built, EdgeKind, Label, Node, INIT, NO_CONSTRAINT, NO_KEY};
-use krait_history::{History, OpKind, Resolution, TxnId, FROM_INIT, FROM_NOBODY};
+use krait_history::{History, OpKind, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY};
 
 /// A name from the input as it may be printed: control characters (escape sequences, newlines)
 /// written out, so a session name cannot rewrite the terminal.
@@ -23,11 +23,43 @@ pub(crate) fn key_name(h: &History, k: u32) -> String {
     h.keys[k as usize].clone()
 }
 
+/// The writers an ambiguous read may have read, in words: "T1, T4 or the initial state".
+pub(crate) fn candidates_text(h: &History, r: &Resolution, o: u32) -> String {
+    let names: Vec<String> = r
+        .candidates(o)
+        .iter()
+        .map(|&w| match w {
+            FROM_INIT => "the initial state".to_string(),
+            w => txn_name(h, r.op_txn[w as usize]),
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+/// What read `o` saw, in words: its value and where it came from.
+pub(crate) fn source_text(h: &History, r: &Resolution, o: u32) -> String {
+    let v = h.op_value[o as usize];
+    match r.read_from[o as usize] {
+        FROM_INIT => "the initial version".to_string(),
+        FROM_NOBODY => format!("{v} (written by nobody)"),
+        FROM_AMBIGUOUS => format!("{v} (from {})", candidates_text(h, r, o)),
+        w => format!("{v} (from {})", txn_name(h, r.op_txn[w as usize])),
+    }
+}
+
 fn describe_read(h: &History, r: &Resolution, o: u32) -> String {
     let k = key_name(h, h.op_key[o as usize]);
     match r.read_from[o as usize] {
         FROM_INIT => format!("r({k}) = initial"),
         FROM_NOBODY => format!("r({k}) = {} (written by nobody)", h.op_value[o as usize]),
+        FROM_AMBIGUOUS => format!(
+            "r({k}) = {} from {}",
+            h.op_value[o as usize],
+            candidates_text(h, r, o)
+        ),
         w => format!(
             "r({k}) = {} from {}",
             h.op_value[o as usize],
@@ -137,6 +169,11 @@ impl Explainer<'_> {
     fn version_text(&self, o: usize) -> String {
         match self.r.read_from[o] {
             FROM_INIT => "the initial version".to_string(),
+            FROM_AMBIGUOUS => format!(
+                "{} (written by {})",
+                self.h.op_value[o],
+                candidates_text(self.h, self.r, o as u32)
+            ),
             w => format!(
                 "{} (written by {})",
                 self.h.op_value[o],

@@ -3,12 +3,14 @@
 //! that admit no acyclic choice — named by its anomaly class after Adya. Only this module turns
 //! what the checker found into words.
 
+mod choices;
 mod cycle;
 mod deduce;
 mod explain;
 mod lists;
 mod reasons;
 
+pub(crate) use choices::no_writer_certificate;
 pub(crate) use cycle::{cycle_certificate, unsat_certificate};
 pub use explain::classify;
 pub(crate) use explain::{describe_txn, Explainer};
@@ -72,6 +74,9 @@ pub enum Anomaly {
     /// of one transaction, or puts something before a transaction's first append.
     #[serde(rename = "incompatible-order")]
     IncompatibleOrder,
+    /// A read of a value several writes wrote, none of which can be the write it read.
+    #[serde(rename = "no-possible-writer")]
+    NoPossibleWriter,
     /// No single cycle: a set of constraints none of whose choices is acyclic.
     #[serde(rename = "unsatisfiable-constraints")]
     Unsatisfiable,
@@ -103,6 +108,9 @@ impl Anomaly {
             Anomaly::StaleRead => "stale read (of a superseded write)",
             Anomaly::DuplicateElements => "duplicate elements (a list read holds a value twice)",
             Anomaly::IncompatibleOrder => "incompatible order (a list read no version order gives)",
+            Anomaly::NoPossibleWriter => {
+                "no possible writer (every write of the value read is ruled out)"
+            }
             Anomaly::Unsatisfiable => "unsatisfiable constraints (no acyclic version order)",
         }
     }

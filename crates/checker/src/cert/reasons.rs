@@ -6,7 +6,9 @@ use super::explain::{key_name, simple, txn_name, txns};
 use super::{Anomaly, CertEdge, Certificate};
 use crate::findings::{Finding, Misplaced};
 use crate::graph::EdgeKind;
-use krait_history::{History, ReadProblem, Resolution, TxnId, FROM_INIT, FROM_NOBODY};
+use krait_history::{
+    History, ReadProblem, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+};
 
 /// The certificate for a finding of the known graph's construction.
 pub(crate) fn certify(h: &History, r: &Resolution, f: &Finding) -> Certificate {
@@ -19,6 +21,7 @@ pub(crate) fn certify(h: &History, r: &Resolution, f: &Finding) -> Certificate {
         Finding::FutureRead { txn, op } => Certificate::future_read(h, r, txn, op),
         Finding::AbortedRead { op } => Certificate::aborted_read(h, r, op),
         Finding::IntermediateRead { op } => Certificate::intermediate_read(h, r, op),
+        Finding::NoWriter { op, ref why } => Certificate::no_viable_writer(h, r, op, why),
         Finding::NonRepeatable {
             txn,
             key,
@@ -177,6 +180,7 @@ impl Certificate {
         let seen = match r.read_from[o as usize] {
             FROM_INIT => "the initial value".to_string(),
             FROM_NOBODY => format!("{} (written by nobody)", h.op_value[o as usize]),
+            FROM_AMBIGUOUS => super::explain::source_text(h, r, o),
             x if r.op_txn[x as usize] == t => {
                 format!("its own earlier write {}", h.op_value[x as usize])
             }
@@ -216,27 +220,16 @@ impl Certificate {
         a: u32,
         b: u32,
     ) -> Certificate {
-        let src = |x: u32| match x {
-            FROM_INIT => "the initial version".to_string(),
-            x => format!(
-                "{} (from {})",
-                h.op_value[x as usize],
-                txn_name(h, r.op_txn[x as usize])
-            ),
-        };
         let summary = format!(
             "{} read {} twice and saw two versions: {} and then {}",
             txn_name(h, t),
             key_name(h, k),
-            src(a),
-            src(b)
+            super::explain::source_text(h, r, a),
+            super::explain::source_text(h, r, b)
         );
         let mut ts = vec![t];
-        for x in [a, b] {
-            if x != FROM_INIT {
-                ts.push(r.op_txn[x as usize]);
-            }
-        }
+        ts.extend(r.writer_txn(a));
+        ts.extend(r.writer_txn(b));
         simple(Anomaly::NonRepeatableRead, summary, h, r, &ts)
     }
 

@@ -2,10 +2,12 @@
 //! session order and write→read edges, and the read-modify-write steps that later become chains.
 //! A read no serial order can explain is returned as a typed [`Finding`], not in words.
 
-use super::{EdgeKind, Facts, Label, Node, NO_KEY};
-use crate::findings::Finding;
+use super::{Choice, CondEdge, EdgeKind, Facts, Known, Label, Node, NO_KEY};
+use crate::findings::{Finding, NoWriter};
 use crate::Options;
-use krait_history::{History, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, FROM_NOBODY};
+use krait_history::{
+    History, OpKind, Resolution, TxnId, TxnStatus, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+};
 
 /// The synthetic transaction that wrote every key's initial version.
 pub const INIT: Node = 0;
@@ -59,6 +61,14 @@ pub struct Built {
     /// cycle found without them is a cycle with them, and without one the held-back violation
     /// is the verdict.
     pub deferred: Option<Finding>,
+    /// Reads with several candidate writers, and the edges that hold depending on which one
+    /// was read (empty when written values are unique).
+    pub choices: Vec<Choice>,
+    pub cond: Vec<CondEdge>,
+    /// Keys with choices, sorted, each with its writers (sorted nodes).
+    pub dup_keys: Vec<(u32, Vec<Node>)>,
+    /// Per constraint, the option pruning chose (`Open` if none).
+    pub decided: Vec<Known>,
 }
 
 impl Built {
@@ -75,6 +85,7 @@ impl Built {
     pub fn second_edges(&self, c: &Constraint) -> &[(Node, Node, Label)] {
         &self.cedges[c.second.0 as usize..c.second.1 as usize]
     }
+
 }
 
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but
@@ -169,6 +180,10 @@ pub fn build(
         chain_keys: Vec::new(),
         gate_of: Vec::new(),
         deferred: None,
+        choices: Vec::new(),
+        cond: Vec::new(),
+        dup_keys: Vec::new(),
+        decided: Vec::new(),
     };
     session_order(h, &mut b);
     let mut f = Facts::default();
@@ -241,7 +256,8 @@ fn session_order(h: &History, b: &mut Built) {
 
 /// One transaction's reads and writes, key by key: its own reads must see its own latest write,
 /// an external read must name a committed writer's final version and be the same every time;
-/// write→read edges go into the known graph.
+/// write→read edges go into the known graph. A read whose value several writes wrote keeps the
+/// candidates that could be its writer; with one left it is an ordinary read.
 fn txn_facts(
     h: &History,
     r: &Resolution,
@@ -254,14 +270,14 @@ fn txn_facts(
     // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
     const NO_SRC: u32 = FROM_NOBODY;
     let t = b.node_txn[node as usize - 1];
-    // (key, last own write op, external source)
-    let mut scratch: Vec<(u32, u32, u32)> = Vec::new();
+    // (key, last own write op, external source, first external read op)
+    let mut scratch: Vec<(u32, u32, u32, u32)> = Vec::new();
     for o in h.ops(t) {
         let k = h.op_key[o];
         let slot = match scratch.iter().position(|s| s.0 == k) {
             Some(p) => p,
             None => {
-                scratch.push((k, NONE, NO_SRC));
+                scratch.push((k, NONE, NO_SRC, NONE));
                 scratch.len() - 1
             }
         };
@@ -270,10 +286,13 @@ fn txn_facts(
             continue;
         }
         let op = o as u32;
-        let src = r.read_from[o];
+        let mut src = r.read_from[o];
         let own = scratch[slot].1;
         if own != NONE {
-            if src != own {
+            // By value: another write of the same value is the same version to this reader.
+            let seen = src == own
+                || (h.op_kind[o] == OpKind::Read && h.op_value[o] == h.op_value[own as usize]);
+            if !seen {
                 return Err(Finding::OwnWriteNotSeen { txn: t, op, own });
             }
             continue;
@@ -281,7 +300,21 @@ fn txn_facts(
         if src == FROM_NOBODY {
             return Err(Finding::ReadOfNobody { op });
         }
-        if src != FROM_INIT {
+        if src == FROM_AMBIGUOUS {
+            let (prev, first) = (scratch[slot].2, scratch[slot].3);
+            if prev != NO_SRC
+                && h.op_kind[first as usize] == OpKind::Read
+                && h.op_value[first as usize] == h.op_value[o]
+            {
+                // The same value again: the same version, whichever write that is.
+                match prev {
+                    FROM_AMBIGUOUS => open_choice(f, k).ops.push(op),
+                    _ => f.resolved.push((op, prev)),
+                }
+                continue;
+            }
+            src = viable_writer(h, r, inc, t, op, f)?;
+        } else if src != FROM_INIT {
             let w = r.op_txn[src as usize];
             if w == t {
                 return Err(Finding::FutureRead { txn: t, op });
@@ -289,31 +322,41 @@ fn txn_facts(
             if !inc[w as usize] {
                 return Err(Finding::AbortedRead { op });
             }
-            // The version must be the writer's last write of the key.
-            if h.ops(w)
-                .filter(|&x| x > src as usize)
-                .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
-            {
+            if overwritten(h, w, src) {
                 return Err(Finding::IntermediateRead { op });
             }
         }
-        let prev = scratch[slot].2;
-        if prev != NO_SRC && prev != src {
+        let (prev, first) = (scratch[slot].2, scratch[slot].3);
+        // An ambiguous read of another value than the first read's is another version.
+        if prev != NO_SRC && (src != prev || src == FROM_AMBIGUOUS) {
             return Err(Finding::NonRepeatable {
                 txn: t,
                 key: k,
-                first: prev,
-                second: src,
+                first,
+                second: op,
             });
         }
         scratch[slot].2 = src;
+        scratch[slot].3 = op;
     }
-    for &(k, own, src) in &scratch {
+    for &(k, own, src, _) in &scratch {
         let src_node = match src {
-            NO_SRC => None,
+            NO_SRC | FROM_AMBIGUOUS => None,
             FROM_INIT => Some(INIT),
             s => Some(b.txn_node[r.op_txn[s as usize] as usize]),
         };
+        if src == FROM_AMBIGUOUS {
+            let c = open_choice(f, k);
+            c.reader = node;
+            c.cands = c
+                .cand_ops
+                .iter()
+                .map(|&w| match w {
+                    FROM_INIT => INIT,
+                    w => b.txn_node[r.op_txn[w as usize] as usize],
+                })
+                .collect();
+        }
         if let Some(w) = src_node {
             f.reads.push((k, w, node));
             if w != INIT {
@@ -329,6 +372,78 @@ fn txn_facts(
         }
     }
     Ok(())
+}
+
+/// The choice this transaction opened for key `k` (its reader is set once the transaction's
+/// reads are all seen; until then it is 0, which no reader is).
+fn open_choice(f: &mut Facts, k: u32) -> &mut Choice {
+    f.amb
+        .iter_mut()
+        .rev()
+        .find(|c| c.key == k && c.reader == 0)
+        .expect("opened by the transaction's first read of the key")
+}
+
+/// Whether write `w_op` of transaction `w` is overwritten by `w` itself (an intermediate version).
+fn overwritten(h: &History, w: TxnId, w_op: u32) -> bool {
+    let k = h.op_key[w_op as usize];
+    h.ops(w)
+        .filter(|&x| x > w_op as usize)
+        .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+}
+
+/// The candidates of ambiguous read `op` of transaction `t` that could be its writer: the
+/// initial state, or a final write of a transaction that takes part and is not `t`. With one
+/// left, that is the read's source (recorded in `f.resolved`); with more, a [`Choice`] is
+/// opened (`FROM_AMBIGUOUS` returned); with none, every candidate's reason is the finding.
+fn viable_writer(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    t: TxnId,
+    op: u32,
+    f: &mut Facts,
+) -> Result<u32, Finding> {
+    let cands = r.candidates(op);
+    let mut ok: Vec<u32> = Vec::with_capacity(cands.len());
+    let mut why = Vec::new();
+    for &c in cands {
+        if c == FROM_INIT {
+            ok.push(c);
+            continue;
+        }
+        let w = r.op_txn[c as usize];
+        let reason = if w == t {
+            NoWriter::Own
+        } else if !inc[w as usize] {
+            NoWriter::NotCommitted
+        } else if overwritten(h, w, c) {
+            NoWriter::Overwritten
+        } else {
+            ok.push(c);
+            continue;
+        };
+        why.push((c, reason));
+    }
+    match ok.len() {
+        0 => Err(Finding::NoWriter { op, why }),
+        1 => {
+            f.resolved.push((op, ok[0]));
+            Ok(ok[0])
+        }
+        n => {
+            f.amb.push(Choice {
+                key: h.op_key[op as usize],
+                reader: 0,
+                ops: vec![op],
+                cands: Vec::new(),
+                cand_ops: ok,
+                alive: vec![true; n],
+                why: vec![None; n],
+            });
+            Ok(FROM_AMBIGUOUS)
+        }
+    }
 }
 
 /// Leaves out every fact about key `k`: its reads, writes, read-modify-write steps and the

@@ -2,11 +2,13 @@
 //! strongly connected components; the known graph the checker builds from a history
 //! (`known`), cycle and path search (`paths`) and the reachability index pruning asks (`reach`).
 
+mod choices;
 mod known;
 mod lists;
 mod paths;
 mod reach;
 
+pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
 pub(crate) use known::{build, Built, ChainRec, Constraint, INIT};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, ChainReach, Reach, ReachCtx};
@@ -187,10 +189,14 @@ pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
 }
 
 /// What the transactions state, key by key: external reads (key, writer node, reader node),
-/// installed writes (key, writer node) and read-modify-write steps (key, predecessor, node).
+/// installed writes (key, writer node) and read-modify-write steps (key, predecessor, node);
+/// reads whose writer is one of several (`amb`), and ambiguous reads that only one candidate
+/// could explain (`resolved`: read op, write op or `FROM_INIT`).
 #[derive(Default)]
 pub(crate) struct Facts {
     pub reads: Vec<(u32, Node, Node)>,
     pub writes: Vec<(u32, Node)>,
     pub rmws: Vec<(u32, Node, Node)>,
+    pub amb: Vec<Choice>,
+    pub resolved: Vec<(u32, u32)>,
 }

@@ -47,6 +47,7 @@ impl Online {
                 stats: Default::default(),
                 timings: Default::default(),
                 order: None,
+                matched: Vec::new(),
             });
             return Ok(Some(RoundStats {
                 round: self.round,

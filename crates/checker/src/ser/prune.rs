@@ -2,30 +2,42 @@
 //! known graph, add the other option as known edges, until nothing changes.
 
 use crate::graph::{
-    self, gate_preds, Built, ChainReach, Csr, EdgeKind, Label, Node, Reach, ReachCtx,
+    self, gate_preds, Built, ChainReach, Csr, EdgeKind, Known, Label, Reach, ReachCtx,
 };
 use crate::stats::CheckStats;
 use crate::Options;
 use rayon::prelude::*;
 
+/// How pruning ended without leaving constraints to solve.
+pub(super) enum Pruned {
+    /// The known graph has a cycle.
+    Cycle,
+    /// Every candidate writer of this choice is ruled out.
+    NoWriter(u32),
+}
+
 /// Decides constraints whose one side would close a cycle, adding the other side as known
-/// edges, until nothing changes. Returns the undecided constraints, or the nodes of a cycle.
+/// edges, and rules out candidate writers the known graph excludes, until nothing changes.
+/// Returns the undecided constraints.
 pub(super) fn prune(
     b: &mut Built,
     opts: &Options,
     stats: &mut CheckStats,
-) -> Result<Vec<u32>, Vec<Node>> {
+) -> Result<Vec<u32>, Pruned> {
     let mut remaining: Vec<u32> = (0..b.constraints.len() as u32).collect();
     let mut round = 0;
     loop {
         let csr = Csr::build(b.num_nodes, &b.edges, false);
-        let order = graph::topo_order(b.num_nodes, &csr)?;
+        let order = graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?;
         if !opts.prune {
             b.pair_chains(|_, _| false, None);
             remaining = (0..b.constraints.len() as u32).collect();
             break;
         }
-        if round >= opts.prune_rounds || (remaining.is_empty() && b.chain_keys.is_empty()) {
+        let open_choices = b.choices.iter().any(|c| c.num_alive() > 1);
+        if round >= opts.prune_rounds
+            || (remaining.is_empty() && b.chain_keys.is_empty() && !open_choices)
+        {
             break;
         }
         round += 1;
@@ -74,9 +86,13 @@ pub(super) fn prune(
                 }
             })
             .collect();
-        drop(ctx);
-        let mut next = Vec::with_capacity(remaining.len());
         let mut changed = false;
+        if !b.choices.is_empty() {
+            changed |= super::dup::prune_choices(b, &ctx).map_err(Pruned::NoWriter)?;
+        }
+        drop(ctx);
+        b.decided.resize(b.constraints.len(), Known::Open);
+        let mut next = Vec::with_capacity(remaining.len());
         for (&ci, &d) in remaining.iter().zip(&decisions) {
             let c = b.constraints[ci as usize].clone();
             let add = match d {
@@ -88,6 +104,7 @@ pub(super) fn prune(
                 _ => b.first_edges(&c).to_vec(),
             };
             changed = true;
+            b.decided[ci as usize] = if d == 1 { Known::False } else { Known::True };
             // The version order chosen, tail before head, stated as well as the readers' edge,
             // so a cycle through the versions alone shows as the write cycle it is.
             let (tail, head) = if d == 1 {
@@ -106,6 +123,9 @@ pub(super) fn prune(
             }
         }
         remaining = next;
+        if !b.cond.is_empty() {
+            changed |= super::dup::settle(b);
+        }
         if !changed {
             break;
         }

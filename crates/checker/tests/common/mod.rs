@@ -94,11 +94,7 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
             let mut ok = true;
             for o in h.ops(t as TxnId) {
                 let k = h.op_key[o] as usize;
-                match h.op_kind[o] {
-                    OpKind::Write => state[k] = Some(h.op_value[o]),
-                    OpKind::Read => ok &= state[k] == Some(h.op_value[o]),
-                    OpKind::ReadInit => ok &= state[k].is_none(),
-                }
+                ok &= step(h, o, &mut state[k]);
                 if !ok {
                     break;
                 }
@@ -114,10 +110,39 @@ pub fn serializable(h: &History, strict: Option<u64>) -> bool {
     go(h, &sessions, strict, 0, 0, &mut state, &mut dead)
 }
 
+/// Op `o` of a serial execution, with `state` its key's latest value: a write sets it, a read
+/// must return it (or the initial value, where the history has one, before any write).
+pub fn step(h: &History, o: usize, state: &mut Option<u64>) -> bool {
+    match h.op_kind[o] {
+        OpKind::Write => {
+            *state = Some(h.op_value[o]);
+            true
+        }
+        OpKind::Read => match *state {
+            Some(v) => v == h.op_value[o],
+            None => h.init_value == Some(h.op_value[o]),
+        },
+        OpKind::ReadInit => state.is_none(),
+    }
+}
+
 /// A small random history: a serial execution in which some reads go stale, some transactions
 /// abort or end unknown, and the order transactions are logged per session is sometimes
 /// perturbed.
 pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
+    random_history_with(r, max_txns, keys, None, false)
+}
+
+/// The same, with written values drawn from `1..=range` (so values repeat) when a range is
+/// given; with `init_zero`, every key starts at 0, values are drawn from `0..range` and reads
+/// of the initial state read 0 (the convention of dbcop histories).
+pub fn random_history_with(
+    r: &mut Rng,
+    max_txns: u64,
+    keys: u64,
+    range: Option<u64>,
+    init_zero: bool,
+) -> History {
     let n = 2 + r.below(max_txns - 1);
     let nsessions = 1 + r.below(3) as usize;
     let key = |k: u64| format!("k{k}");
@@ -155,8 +180,14 @@ pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
                     None => t.r0(&key(k)),
                 };
             } else {
-                let v = next;
-                next += 1;
+                let v = match range {
+                    Some(n) if init_zero => r.below(n),
+                    Some(n) => 1 + r.below(n),
+                    None => {
+                        next += 1;
+                        next - 1
+                    }
+                };
                 own[k as usize] = Some(v);
                 t = t.w(&key(k), v);
             }
@@ -200,7 +231,92 @@ pub fn random_history(r: &mut Rng, max_txns: u64, keys: u64) -> History {
         let i = r.below(txns.len() as u64 - 1) as usize;
         txns.swap(i, i + 1);
     }
-    krait_history::build_history(&txns).expect("values are unique")
+    let mut h = krait_history::build_history(&txns).expect("ids are unique");
+    if init_zero {
+        h.init_value = Some(0);
+        for o in 0..h.num_ops() {
+            if h.op_kind[o] == OpKind::ReadInit {
+                h.op_kind[o] = OpKind::Read;
+                h.op_value[o] = 0;
+            }
+        }
+    }
+    h
+}
+
+/// Every combination of the checker's switches, and the solvers.
+pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
+    use krait_checker::{Options, SolverKind};
+    let mut v = Vec::new();
+    for combine in [true, false] {
+        for coalesce in [true, false] {
+            for prune in [true, false] {
+                for (sname, solver, phase, tprop) in [
+                    ("cdcl", SolverKind::Cdcl, true, true),
+                    ("cdcl-plain", SolverKind::Cdcl, false, false),
+                    ("brute", SolverKind::BruteForce, false, false),
+                ] {
+                    let name = format!(
+                        "combine={combine} coalesce={coalesce} prune={prune} solver={sname}"
+                    );
+                    v.push((
+                        name,
+                        Options {
+                            combine,
+                            coalesce,
+                            prune,
+                            solver,
+                            solver_order_phase: phase,
+                            solver_theory_propagation: tprop,
+                            want_order: true,
+                            ..Options::default()
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Replays a serial order and checks every read of an included transaction, that every
+/// committed transaction is in it, and session order.
+pub fn order_is_valid(h: &History, order: &[u64]) -> bool {
+    let mut state: Vec<Option<u64>> = vec![None; h.num_keys()];
+    let mut placed = std::collections::HashSet::new();
+    for &ext in order {
+        let t = h.txn_index[&ext];
+        placed.insert(t);
+        for o in h.ops(t) {
+            let k = h.op_key[o] as usize;
+            if !step(h, o, &mut state[k]) {
+                return false;
+            }
+        }
+    }
+    for t in 0..h.num_txns() as u32 {
+        if h.txn_status[t as usize] == TxnStatus::Committed && !placed.contains(&t) {
+            return false;
+        }
+    }
+    // Every transaction after the committed ones logged before it in its session.
+    let pos: std::collections::HashMap<u64, usize> =
+        order.iter().enumerate().map(|(i, &e)| (e, i)).collect();
+    for s in 0..h.num_sessions() {
+        let mut last_commit: Option<usize> = None;
+        for t in h.session_range(s) {
+            let Some(&p) = pos.get(&h.txn_ext[t as usize]) else {
+                continue;
+            };
+            if last_commit.is_some_and(|l| l > p) {
+                return false;
+            }
+            if h.txn_status[t as usize] == TxnStatus::Committed {
+                last_commit = Some(p);
+            }
+        }
+    }
+    true
 }
 
 /// Checks a verdict with krait-verify (written apart from the checker): a certificate it

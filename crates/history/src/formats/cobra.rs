@@ -346,7 +346,8 @@ fn read_session(
                 } else if op.wid == DELETE_WRITE_ID {
                     // Deletes share one id: they take no part in read resolution.
                     b.op_unindexed(OpKind::Write, k, op.wid);
-                } else if b.op(OpKind::Write, k, op.wid).is_err() {
+                } else if b.op(OpKind::Write, k, op.wid).is_some() {
+                    // A write id names one write: reads name their writer by it.
                     let wid = op.wid;
                     return Err(err(
                         op.at,

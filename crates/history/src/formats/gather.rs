@@ -1,7 +1,7 @@
 //! What the EDN, PolySI and dbcop readers share: they all meet a session's transactions
 //! interleaved with other sessions', so they gather them per session and build the history once
-//! the whole input is read (the builder wants one session at a time). Duplicate writes and
-//! transaction ids are reported here, naming both places.
+//! the whole input is read (the builder wants one session at a time). Transaction ids used twice
+//! (and list-append elements appended twice) are reported here, naming both places.
 
 use crate::error::{InputError, Location};
 use crate::model::{History, HistoryBuilder, KeyId, OpKind, TxnStatus, NO_TIME};
@@ -87,8 +87,9 @@ impl Collector {
         self.sessions[s].1.last_mut()
     }
     /// Builds the history, sessions in order of first appearance (empty ones left out).
-    /// `zero_is_initial`: a read of value 0 reads the initial state unless some write of the
-    /// key wrote 0 (the convention of dbcop and PolySI, whose keys all start at 0).
+    /// `zero_is_initial`: every key starts at 0 (the convention of dbcop and PolySI): a read of
+    /// 0 reads the initial state where no write of the key wrote 0, and may read either where
+    /// one did.
     pub fn finish(mut self, path: &Path, zero_is_initial: bool) -> Result<History, InputError> {
         let zero_written: HashSet<KeyId> = if zero_is_initial {
             self.sessions
@@ -101,6 +102,13 @@ impl Collector {
         } else {
             HashSet::new()
         };
+        if zero_is_initial {
+            self.b.set_init_value(0);
+        }
+        let has_lists = self
+            .sessions
+            .iter()
+            .any(|(_, t)| t.iter().any(|t| !t.lists.is_empty()));
         let mut op_at: Vec<Location> = Vec::new();
         let mut txn_at: Vec<Location> = Vec::new();
         let b = &mut self.b;
@@ -122,12 +130,15 @@ impl Collector {
                         o.kind
                     };
                     let value = if kind == OpKind::ReadInit { 0 } else { o.value };
-                    if let Err(prev) = b.op(kind, o.key, value) {
+                    let earlier = b.op(kind, o.key, value);
+                    // A list holds each appended element once: an element appended twice would
+                    // leave a list read unable to say which append it shows.
+                    if let (Some(prev), true) = (earlier, has_lists) {
                         return Err(InputError::new(
                             path,
                             o.at,
                             format!(
-                                "key {:?} is written with value {} more than once (written values must be unique per key; the other write is at {})",
+                                "key {:?} is appended the value {} more than once (list-append values must be unique per key; the other append is at {})",
                                 b.h.keys[o.key as usize],
                                 o.value,
                                 place(op_at[prev as usize])

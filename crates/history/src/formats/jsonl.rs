@@ -452,22 +452,26 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
         }
     }
     let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
+    let has_lists = sessions
+        .iter()
+        .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
     for (name, txns) in sessions {
         b.begin_session(name);
         for p in txns {
             let path = paths[p.file].as_path();
             let mut lists = p.lists.iter().peekable();
             for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
-                let added = b.op(kind, k, v);
+                let earlier = b.op(kind, k, v);
                 if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
                     b.list(l);
                 }
-                if added.is_err() {
+                // A list holds each appended element once (see gather.rs).
+                if earlier.is_some() && has_lists {
                     return Err(InputError::new(
                         path,
                         Location::Line(p.line),
                         format!(
-                            "key {:?} is written with value {v} more than once (written values must be unique per key)",
+                            "key {:?} is appended the value {v} more than once (list-append values must be unique per key)",
                             b.h.keys[k as usize]
                         ),
                     ));

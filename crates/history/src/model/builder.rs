@@ -1,6 +1,6 @@
-//! Building a [`History`] one session at a time: every reader ends here, so the checks that do
-//! not depend on the format (a (key, value) written twice, a transaction id used twice) are made
-//! once, as the arrays are filled.
+//! Building a [`History`] one session at a time: every reader ends here, so the indexes (writes
+//! by (key, value), with values written more than once kept apart) and the check that does not
+//! depend on the format (a transaction id used twice) are made once, as the arrays are filled.
 
 use super::{CobraClaims, History, KeyId, OpId, OpKind, TxnId, TxnStatus};
 use crate::fxhash::FxHashMap;
@@ -67,18 +67,30 @@ impl HistoryBuilder {
             self.open_session = false;
         }
     }
-    /// Adds an operation to the transaction that the next [`Self::finish_txn`] closes. A write
-    /// whose (key, value) another write already has is refused with that write's op id.
-    pub fn op(&mut self, kind: OpKind, key: KeyId, value: u64) -> Result<(), OpId> {
+    /// Adds an operation to the transaction that the next [`Self::finish_txn`] closes. For a
+    /// write whose (key, value) an earlier write already has, returns that earlier write's op
+    /// (the write is added all the same: duplicate values are allowed, and a format whose
+    /// values are ids can refuse them).
+    pub fn op(&mut self, kind: OpKind, key: KeyId, value: u64) -> Option<OpId> {
+        let mut earlier = None;
         if kind == OpKind::Write {
             let id = self.h.op_kind.len() as OpId;
-            if let Some(&prev) = self.h.write_index.get(&(key, value)) {
-                return Err(prev);
+            match self.h.write_index.entry((key, value)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    earlier = Some(*e.get());
+                    self.h.dup_writes.entry((key, value)).or_default().push(id);
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(id);
+                }
             }
-            self.h.write_index.insert((key, value), id);
         }
         self.push_op(kind, key, value);
-        Ok(())
+        earlier
+    }
+    /// Says that every key holds `value` before its first write (see [`History::init_value`]).
+    pub fn set_init_value(&mut self, value: u64) {
+        self.h.init_value = Some(value);
     }
     /// Adds an operation that takes no part in read resolution (Cobra's deletes share one id).
     pub fn op_unindexed(&mut self, kind: OpKind, key: KeyId, value: u64) {
@@ -129,6 +141,13 @@ impl HistoryBuilder {
         for i in keep..self.h.op_kind.len() {
             if self.h.op_kind[i] == OpKind::Write {
                 let k = (self.h.op_key[i], self.h.op_value[i]);
+                if let Some(more) = self.h.dup_writes.get_mut(&k) {
+                    // Later duplicates are the open transaction's own: drop them first.
+                    more.retain(|&o| (o as usize) < keep);
+                    if more.is_empty() {
+                        self.h.dup_writes.remove(&k);
+                    }
+                }
                 if self.h.write_index.get(&k) == Some(&(i as OpId)) {
                     self.h.write_index.remove(&k);
                 }

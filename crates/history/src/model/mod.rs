@@ -12,7 +12,9 @@ mod summary;
 
 pub use builder::HistoryBuilder;
 pub(crate) use resolve::writer_txns;
-pub use resolve::{op_txns, resolve, ReadProblem, Resolution, FROM_INIT, FROM_NOBODY};
+pub use resolve::{
+    op_txns, resolve, ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+};
 pub use simple::{build_history, BuildError, SimpleTxn};
 pub use stream::{Keys, TxnRecord};
 pub use summary::{summarize, Summary};
@@ -72,7 +74,7 @@ impl TxnStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OpKind {
-    /// A write of a value that is unique among all writes of its key.
+    /// A write of a value (other writes of the key may write the same value).
     Write,
     /// A read that observed the value in `op_value`.
     Read,
@@ -124,9 +126,16 @@ pub struct History {
     /// Cobra's claims, for a history read from Cobra logs.
     pub cobra: Option<CobraClaims>,
 
-    /// (key, value) of every write → its operation; built while loading, where duplicates are
-    /// input errors, and reused to resolve reads.
+    /// (key, value) of every write → its (first) operation; built while loading and reused to
+    /// resolve reads.
     pub write_index: FxHashMap<(KeyId, u64), OpId>,
+    /// (key, value) written more than once → the later writes, in op order (the first is in
+    /// `write_index`). Empty for a history whose written values are unique per key, so such a
+    /// history pays nothing for the general case.
+    pub dup_writes: FxHashMap<(KeyId, u64), Vec<OpId>>,
+    /// The value every key holds before any write, where the format says (dbcop, PolySI: 0): a
+    /// read of it may have read the initial state as well as any write of that value.
+    pub init_value: Option<u64>,
     /// External transaction id → dense id.
     pub txn_index: FxHashMap<u64, TxnId>,
     /// List-append reads (Elle): `(read op, start, end)`, sorted by op, says the read returned
@@ -198,6 +207,18 @@ impl History {
         let &(o, a, b) = self.list_reads.get(i)?;
         (o == op).then(|| &self.list_values[a as usize..b as usize])
     }
+    /// Whether some key is written with the same value more than once.
+    pub fn has_duplicates(&self) -> bool {
+        !self.dup_writes.is_empty()
+    }
+    /// Every write of `value` to `key`, in op order.
+    pub fn writes_of(&self, key: KeyId, value: u64) -> impl Iterator<Item = OpId> + '_ {
+        let first = self.write_index.get(&(key, value)).copied();
+        let more = first
+            .and_then(|_| self.dup_writes.get(&(key, value)))
+            .map_or(&[][..], |v| &v[..]);
+        first.into_iter().chain(more.iter().copied())
+    }
     /// Whether the history has list-append reads.
     pub fn has_lists(&self) -> bool {
         !self.list_reads.is_empty()
@@ -219,6 +240,11 @@ impl History {
         // hashbrown: one control byte plus the entry per bucket, at most 7/8 full.
         b += self.write_index.capacity() * (16 + 4 + 1);
         b += self.txn_index.capacity() * (8 + 4 + 1);
+        b += self
+            .dup_writes
+            .values()
+            .map(|v| v.capacity() * 4 + 16 + 24 + 1)
+            .sum::<usize>();
         b
     }
 }

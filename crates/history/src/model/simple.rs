@@ -75,21 +75,14 @@ impl SimpleTxn {
 /// Why [`build_history`] refused its transactions.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
-    /// Written values must be unique per key.
-    #[error("key {key} written with {value} twice")]
-    DuplicateWrite {
-        /// The key.
-        key: String,
-        /// The value written twice.
-        value: u64,
-    },
     /// Transaction ids must be unique.
     #[error("txn id {0} used twice")]
     DuplicateTxn(u64),
 }
 
 /// Builds a history from transactions listed in any order; each session keeps the order in
-/// which its transactions appear. Duplicate write values or ids are reported as errors.
+/// which its transactions appear. A transaction id used twice is an error; values written more
+/// than once are not.
 pub fn build_history(txns: &[SimpleTxn]) -> Result<History, BuildError> {
     let mut b = HistoryBuilder::new();
     let nsessions = txns.iter().map(|t| t.session + 1).max().unwrap_or(0);
@@ -101,11 +94,7 @@ pub fn build_history(txns: &[SimpleTxn]) -> Result<History, BuildError> {
                 if key == NATIVE_FENCE_KEY {
                     b.set_fence_key(k);
                 }
-                b.op(*kind, k, *value)
-                    .map_err(|_| BuildError::DuplicateWrite {
-                        key: key.clone(),
-                        value: *value,
-                    })?;
+                b.op(*kind, k, *value);
                 if let Some((_, l)) = t.lists.iter().find(|l| l.0 == i) {
                     b.list(l);
                 }
