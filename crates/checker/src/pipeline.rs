@@ -173,6 +173,7 @@ fn run_once(
         Level::Serializable => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
     stats.ambiguous_after_prune = b.choices.iter().filter(|c| c.num_alive() > 1).count();
+    stats.conditional_edges = b.cond.len();
     // Reads pruning left one candidate name it in any certificate.
     for c in &b.choices {
         if let Some(x) = c.single() {

@@ -52,4 +52,6 @@ pub struct CheckStats {
     pub ambiguous_reads: usize,
     /// Of those, how many pruning left with more than one candidate.
     pub ambiguous_after_prune: usize,
+    /// Edges left to the solver that hold only for some candidate writers.
+    pub conditional_edges: usize,
 }

@@ -149,6 +149,16 @@ pub fn report_text(r: &Report, timings: bool) -> String {
             s.txns_checked, s.constraints, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
         );
     }
+    if s.ambiguous_reads > 0 {
+        let _ = writeln!(
+            out,
+            "{} reads of a value several writes wrote: {} matched to their writer by pruning, {} left to the solver ({} conditional edges)",
+            s.ambiguous_reads,
+            s.ambiguous_reads - s.ambiguous_after_prune,
+            s.ambiguous_after_prune,
+            s.conditional_edges
+        );
+    }
     if s.unknown_outcome_excluded > 0 {
         let _ = writeln!(
             out,

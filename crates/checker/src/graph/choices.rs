@@ -59,6 +59,9 @@ pub struct CondEdge {
     pub cand: u32,
     pub pair: u32,
     pub first: bool,
+    /// The known graph already leads from `v` back to `u`: the two conditions never hold
+    /// together (a clause, not an edge, for the solver).
+    pub cyclic: bool,
 }
 
 /// What a condition is known to be, as far as pruning has gone.

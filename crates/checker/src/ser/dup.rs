@@ -106,49 +106,82 @@ fn cond(u: Node, v: Node, label: Label, choice: u32, cand: u32, pair: u32, first
         cand,
         pair,
         first,
+        cyclic: false,
     }
 }
 
-/// Rules out candidates the known graph (as `ctx` sees it) already excludes. Returns whether
-/// any was, or the choice left with none.
-pub(super) fn prune_choices(b: &mut Built, ctx: &ReachCtx) -> Result<bool, u32> {
+/// What the known graph (as `ctx` sees it) says about the conditional edges: one it already
+/// implies is dropped; one that would close a cycle rules out its candidate (when its version
+/// order holds), rules out its version order (when its candidate is the one read: returned as
+/// (constraint, whether its first option is the impossible one)), or else becomes a clause that
+/// its two conditions never hold together. Returns whether anything changed and the version
+/// orders ruled out, or the choice left with no candidate.
+pub(super) fn prune_choices(
+    b: &mut Built,
+    ctx: &ReachCtx,
+) -> Result<(bool, Vec<(u32, bool)>), u32> {
     let mut changed = false;
-    for (ci, c) in b.choices.iter_mut().enumerate() {
-        if c.num_alive() < 2 {
+    let mut forced = Vec::new();
+    let cond = std::mem::take(&mut b.cond);
+    let mut keep = Vec::with_capacity(cond.len());
+    let mut emptied = None;
+    for mut e in cond {
+        let cs = cand_state(&b.choices, e.choice, e.cand);
+        let mut ps = pair_state(&b.decided, e.pair, e.first);
+        if ps == Known::Open {
+            // The known graph may already order the pair's two writes.
+            let c = &b.constraints[e.pair as usize];
+            let (x, y) = if e.first { (c.a.0, c.b.0) } else { (c.b.0, c.a.0) };
+            if ctx.reaches(x, y) {
+                ps = Known::True;
+            } else if ctx.reaches(y, x) {
+                ps = Known::False;
+            }
+        }
+        if cs == Known::False || ps == Known::False {
+            changed = true;
             continue;
         }
-        let ws = match b.dup_keys.binary_search_by_key(&c.key, |d| d.0) {
-            Ok(i) => &b.dup_keys[i].1[..],
-            Err(_) => &[],
-        };
-        for x in 0..c.cands.len() {
-            if !c.alive[x] {
-                continue;
-            }
-            let w = c.cands[x];
-            let why = if w != INIT && ctx.reaches(c.reader, w) {
-                Some(RuledOut::ReaderFirst)
+        let closes = e.cyclic || ctx.reaches(e.v, e.u);
+        if !closes {
+            if ctx.reaches(e.u, e.v) {
+                // Implied already, whatever its conditions.
+                changed = true;
             } else {
-                ws.iter()
-                    .find(|&&w2| {
-                        w2 != w
-                            && w2 != c.reader
-                            && (w == INIT || ctx.reaches(w, w2))
-                            && ctx.reaches(w2, c.reader)
-                    })
-                    .map(|&by| RuledOut::Overwritten { by })
-            };
-            if why.is_some() {
-                c.alive[x] = false;
-                c.why[x] = why;
+                keep.push(e);
+            }
+            continue;
+        }
+        match (cs, ps) {
+            (Known::Open, Known::True) => {
+                let c = &mut b.choices[e.choice as usize];
+                c.alive[e.cand as usize] = false;
+                c.why[e.cand as usize] = Some(if e.label.kind == EdgeKind::Wr {
+                    RuledOut::ReaderFirst
+                } else {
+                    RuledOut::Overwritten { by: e.v }
+                });
+                if c.num_alive() == 0 {
+                    emptied.get_or_insert(e.choice);
+                }
                 changed = true;
             }
-        }
-        if c.num_alive() == 0 {
-            return Err(ci as u32);
+            (Known::True, Known::Open) => {
+                forced.push((e.pair, e.first));
+                keep.push(e);
+            }
+            _ => {
+                changed |= !e.cyclic;
+                e.cyclic = true;
+                keep.push(e);
+            }
         }
     }
-    Ok(changed)
+    b.cond = keep;
+    match emptied {
+        Some(c) => Err(c),
+        None => Ok((changed || !forced.is_empty(), forced)),
+    }
 }
 
 /// Moves every conditional edge whose conditions pruning settled: into the known graph when

@@ -87,13 +87,21 @@ pub(super) fn prune(
             })
             .collect();
         let mut changed = false;
+        // Constraint → whether its first option is the one conditional edges ruled out.
+        let mut forced: std::collections::HashMap<u32, bool> = Default::default();
         if !b.choices.is_empty() {
-            changed |= super::dup::prune_choices(b, &ctx).map_err(Pruned::NoWriter)?;
+            let (ch, f) = super::dup::prune_choices(b, &ctx).map_err(Pruned::NoWriter)?;
+            changed |= ch;
+            forced.extend(f);
         }
         drop(ctx);
         b.decided.resize(b.constraints.len(), Known::Open);
         let mut next = Vec::with_capacity(remaining.len());
         for (&ci, &d) in remaining.iter().zip(&decisions) {
+            let d = match (d, forced.get(&ci)) {
+                (0, Some(&first_impossible)) => 2 - u8::from(first_impossible),
+                _ => d,
+            };
             let c = b.constraints[ci as usize].clone();
             let add = match d {
                 0 => {

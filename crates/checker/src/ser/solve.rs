@@ -280,6 +280,15 @@ fn problem(
             .then(|| cons_var.get(&e.pair))
             .flatten()
             .map(|&v| Lit::new(v, e.first));
+        if e.cyclic {
+            // The edge would close a cycle: its conditions never hold together.
+            match (cl, pl) {
+                (Some(a), Some(c)) => p.clauses.push(vec![!a, !c]),
+                (Some(l), None) | (None, Some(l)) => p.clauses.push(vec![!l]),
+                (None, None) => p.known_edges.push((u, v)),
+            }
+            continue;
+        }
         match (cl, pl) {
             (None, None) => p.known_edges.push((u, v)),
             (Some(l), None) | (None, Some(l)) => p.lit_edges.push((l, u, v)),
