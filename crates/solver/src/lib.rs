@@ -91,6 +91,9 @@ pub struct Problem {
     pub lit_edges: Vec<(Lit, Node, Node)>,
     /// Clauses over the variables, each a disjunction of literals.
     pub clauses: Vec<Vec<Lit>>,
+    /// The polarity to try first for some variables (a hint: it changes how fast, never what,
+    /// the answer is); the others start true.
+    pub phases: Vec<(Var, bool)>,
 }
 
 impl Problem {
@@ -141,6 +144,7 @@ impl Problem {
                 .filter(|c| c.iter().all(|l| keep[l.var().0 as usize]))
                 .cloned()
                 .collect(),
+            phases: self.phases.clone(),
         }
     }
 

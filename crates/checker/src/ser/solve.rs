@@ -158,6 +158,17 @@ pub(super) fn solve(
         .enumerate()
         .map(|(i, &c)| (c, i as u32))
         .collect();
+    // Positions in the known graph's topological order (acyclic once pruning is done), for
+    // the solver's first guesses.
+    let mut topo_pos = vec![0u32; b.num_nodes];
+    if !b.choices.is_empty() {
+        let known = Csr::build(b.num_nodes, &b.edges, false);
+        if let Ok(order) = graph::topo_order(b.num_nodes, &known) {
+            for (i, &x) in order.iter().enumerate() {
+                topo_pos[x as usize] = i as u32;
+            }
+        }
+    }
     stats.components = groups.len();
     stats.largest_component_constraints = groups.first().map(|g| g.cons.len()).unwrap_or(0);
     // Members of each component, for local numbering.
@@ -168,7 +179,7 @@ pub(super) fn solve(
     let results: Vec<(Outcome, krait_solver::Stats, Vec<VarOf>)> = groups
         .par_iter()
         .map(|g| {
-            let (p, vars) = problem(b, g, &members, &comp, &pos_of, &csr);
+            let (p, vars) = problem(b, g, &members, &comp, &pos_of, &csr, &topo_pos);
             let (out, st) = run_engine(&p, opts);
             (out, st, vars)
         })
@@ -226,6 +237,7 @@ fn problem(
     comp: &[u32],
     pos_of: &std::collections::HashMap<u32, u32>,
     csr: &Csr,
+    topo_pos: &[u32],
 ) -> (krait_solver::Problem, Vec<VarOf>) {
     let mut nodes: Vec<Node> = g
         .comps
@@ -259,16 +271,28 @@ fn problem(
         cons_var.insert(ci, v);
         vars.push(VarOf::Constraint(pos_of[&ci]));
     }
-    // One variable per open candidate, at least one of each choice's read.
+    // One variable per open candidate, at least one of each choice's read. The solver first
+    // tries the candidate latest before the reader in the known graph's order, the others not.
     let mut cand_var = std::collections::HashMap::new();
     for &ch in &g.choices {
         let c = &b.choices[ch as usize];
+        let open: Vec<u32> = (0..c.cands.len() as u32)
+            .filter(|&x| c.alive[x as usize])
+            .collect();
+        let rpos = topo_pos[c.reader as usize];
+        let best = open
+            .iter()
+            .copied()
+            .filter(|&x| topo_pos[c.cands[x as usize] as usize] < rpos)
+            .max_by_key(|&x| topo_pos[c.cands[x as usize] as usize])
+            .unwrap_or(open[0]);
         let mut clause = Vec::new();
-        for x in (0..c.cands.len() as u32).filter(|&x| c.alive[x as usize]) {
+        for x in open {
             let v = p.new_var();
             vars.push(VarOf::Cand(ch, x));
             cand_var.insert((ch, x), v);
             clause.push(Lit::pos(v));
+            p.phases.push((v, x == best));
         }
         p.clauses.push(clause);
     }
@@ -296,6 +320,7 @@ fn problem(
                 // The edge holds when both do: a variable implied by their conjunction.
                 let both = p.new_var();
                 vars.push(VarOf::Both(e.choice, e.pair));
+                p.phases.push((both, false));
                 p.clauses.push(vec![!a, !c, Lit::pos(both)]);
                 p.lit_edges.push((Lit::pos(both), u, v));
             }

@@ -219,7 +219,13 @@ impl<'p> Search<'p> {
             var_inc: 1.0,
             cla_inc: 1.0,
             heap,
-            phase: vec![true; nvars],
+            phase: {
+                let mut ph = vec![true; nvars];
+                for &(v, b) in &p.phases {
+                    ph[v.0 as usize] = b;
+                }
+                ph
+            },
             seen: vec![false; nvars],
             stats: Stats::default(),
             num_learnts: 0,
