@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{all_option_sets, order_is_valid, random_history_with, serializable, Rng};
+use common::{all_option_sets, order_is_valid, random_history_with, serializable, verified, Rng};
 use krait_checker::{check, Options, SolverKind, Verdict};
 use krait_history::History;
 
@@ -46,6 +46,8 @@ struct Seen {
     to_solver: usize,
     no_writer: usize,
     unsat_with_choices: usize,
+    checked: usize,
+    confirmed: usize,
 }
 
 fn run(count: usize, seed: u64, max_txns: u64, sets: &[(String, Options)]) -> (usize, usize) {
@@ -65,6 +67,10 @@ fn run(count: usize, seed: u64, max_txns: u64, sets: &[(String, Options)]) -> (u
         }
         for (name, opts) in sets {
             let rep = check(&h, opts).unwrap();
+            if !matches!(rep.verdict, Verdict::Unknown { .. }) {
+                seen.checked += 1;
+                seen.confirmed += usize::from(verified(&h, &rep));
+            }
             seen.choices += usize::from(rep.stats.ambiguous_reads > 0);
             seen.to_solver += usize::from(rep.stats.ambiguous_after_prune > 0);
             if let Verdict::Reject(c) = &rep.verdict {

@@ -72,6 +72,7 @@ impl<'a> Facts<'a> {
             OpKind::ReadInit => Seen::Init,
             OpKind::Read => match self.write_of(self.h.op_key[o], self.h.op_value[o]) {
                 Some(w) => Seen::Write(w),
+                None if self.h.init_value == Some(self.h.op_value[o]) => Seen::Init,
                 None => Seen::Nobody,
             },
             OpKind::Write => Seen::Write(o),

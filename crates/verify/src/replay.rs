@@ -65,7 +65,12 @@ pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
                     continue;
                 }
                 (_, Some(list)) => state[k] == list,
-                (OpKind::Read, None) => state[k].last() == Some(&h.op_value[o]),
+                // By value: with values written more than once, any write of it will do, and
+                // so will the initial state where it holds that value.
+                (OpKind::Read, None) => match state[k].last() {
+                    Some(&v) => v == h.op_value[o],
+                    None => h.init_value == Some(h.op_value[o]),
+                },
                 (OpKind::ReadInit, None) => state[k].is_empty(),
             };
             reads += 1;
