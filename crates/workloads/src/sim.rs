@@ -37,6 +37,9 @@ pub struct BlindW {
     pub fractured_reads: f64,
     /// Seed of the one [`Rng`]: the same parameters and seed give the same history, byte for byte.
     pub seed: u64,
+    /// Values written are drawn from `1..=n` (so a key is written with the same value more than
+    /// once, and a read may have several candidate writers); unique values when `None`.
+    pub value_range: Option<u64>,
 }
 
 impl BlindW {
@@ -55,6 +58,7 @@ impl BlindW {
             stale_reads: 0.0,
             fractured_reads: 0.0,
             seed: 1,
+            value_range: None,
         }
     }
     /// BlindW-RM: read-mostly (90% read-only), otherwise as [`BlindW::rw`].
@@ -209,11 +213,16 @@ impl Iterator for BlindWStream {
             let mut written = Vec::with_capacity(picked.len());
             for k in picked {
                 let before = self.versions[k as usize].back().map(|v| v.1);
-                let v = self.next_value;
+                let v = match self.p.value_range {
+                    Some(n) => 1 + self.rng.below(n.max(1)),
+                    None => {
+                        self.next_value += 1;
+                        self.next_value - 1
+                    }
+                };
                 ops.push((OpKind::Write, k as u32, v));
                 self.install(k as usize, v);
                 written.push((k as usize, v, before));
-                self.next_value += 1;
             }
             if written.len() >= 2 {
                 self.recent.push_back(written);

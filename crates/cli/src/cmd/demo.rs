@@ -55,6 +55,7 @@ fn simulated(txns: usize, faulty: bool, out: Option<PathBuf>) -> anyhow::Result<
         format: None,
         ops_per_txn: None,
         read_ratio: None,
+        value_range: None,
     };
     let t = Instant::now();
     let h = generate(&g)?;

@@ -44,6 +44,11 @@ pub struct GenerateArgs {
     /// for blindw-rm, 0.5 for blindw-rw, 0.1 for blindw-wm); the others write blindly.
     #[arg(long)]
     pub(crate) read_ratio: Option<f64>,
+    /// Write values drawn from 1..=N, so keys are written with the same value more than once
+    /// and reads have several candidate writers (as in histories recorded without unique
+    /// values); unique values when not given.
+    #[arg(long, value_name = "N")]
+    pub(crate) value_range: Option<u64>,
     #[arg(long)]
     pub(crate) format: Option<Format>,
 }
@@ -84,6 +89,9 @@ pub(crate) fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::Histor
     if let Some(n) = g.ops_per_txn {
         anyhow::ensure!(n > 0, "--ops-per-txn must be at least 1");
     }
+    if let Some(n) = g.value_range {
+        anyhow::ensure!(n > 0, "--value-range must be at least 1");
+    }
     Ok(krait_workloads::blindw(&BlindW {
         ops_per_txn: g.ops_per_txn.unwrap_or(base.ops_per_txn),
         read_only: g.read_ratio.unwrap_or(base.read_only),
@@ -94,6 +102,7 @@ pub(crate) fn generate(g: &GenerateArgs) -> anyhow::Result<krait_history::Histor
         stale_reads: g.stale_reads,
         fractured_reads: g.fractured_reads,
         seed: g.seed,
+        value_range: g.value_range,
         ..base
     }))
 }
