@@ -65,8 +65,8 @@ pub struct Built {
     /// was read (empty when written values are unique).
     pub choices: Vec<Choice>,
     pub cond: Vec<CondEdge>,
-    /// Keys with choices, sorted, each with its writers (sorted nodes).
-    pub dup_keys: Vec<(u32, Vec<Node>)>,
+    /// Keys with choices, waiting for the first pruning round to pair their writers.
+    pub dup_pending: Vec<crate::ser::DupKey>,
     /// Per constraint, the option pruning chose (`Open` if none).
     pub decided: Vec<Known>,
 }
@@ -182,7 +182,7 @@ pub fn build(
         deferred: None,
         choices: Vec::new(),
         cond: Vec::new(),
-        dup_keys: Vec::new(),
+        dup_pending: Vec::new(),
         decided: Vec::new(),
     };
     session_order(h, &mut b);

@@ -51,6 +51,16 @@ impl ChainReach {
         }
     }
 
+    /// The chain and position of `x` (chain `u32::MAX` for a node on none).
+    #[inline]
+    pub fn chain_pos(&self, x: Node) -> (u32, u32) {
+        self.chain_of[x as usize]
+    }
+    /// The earliest position on chain `ch` that `x` reaches (`u32::MAX`: none).
+    #[inline]
+    pub fn first_reached(&self, x: Node, ch: u32) -> u32 {
+        self.minpos[x as usize * self.nchains + ch as usize]
+    }
     /// x ⇝ y for y on a chain.
     #[inline]
     pub fn reaches_chained(&self, x: Node, y: Node) -> bool {

@@ -14,8 +14,22 @@ use crate::graph::{
     ReachCtx, RuledOut, INIT, NO_PAIR,
 };
 
+/// A key with choices, as built: its writers and, per writer, where the edges of "this version
+/// before another" start (its plain readers' gate, its readers that write the key too, or
+/// the writer itself), waiting for the first pruning round to pair them.
+pub(crate) struct DupKey {
+    pub key: u32,
+    /// Writer nodes, sorted.
+    pub writers: Vec<Node>,
+    /// Per writer: (source node, edge kind) of its side's edges into the later writer.
+    pub sources: Vec<Vec<(Node, EdgeKind)>>,
+    /// The choices reading this key (indices into `Built::choices`).
+    pub choices: Vec<u32>,
+}
+
 /// What one key brings: its writers (nodes, sorted), its known reads (key, writer, reader;
-/// sorted by writer) and its choices.
+/// sorted by writer) and its choices. Readers that follow the initial version precede every
+/// writer; several plain readers of a version share a gate node, as chains do.
 pub(super) fn add_key(
     b: &mut Built,
     k: u32,
@@ -29,72 +43,277 @@ pub(super) fn add_key(
         &reads[lo..hi]
     };
     let rw = Label::fact(EdgeKind::Rw, k);
+    let is_writer = |x: Node| writers.binary_search(&x).is_ok();
     // The initial version precedes every write: its readers precede every other writer.
-    for r in readers(INIT) {
-        for &w in writers.iter().filter(|&&w| w != r.2) {
-            b.edges.push((r.2, w));
+    let (init_rmw, init_plain): (Vec<Node>, Vec<Node>) =
+        readers(INIT).iter().map(|r| r.2).partition(|&r| is_writer(r));
+    if let Some((g, _)) = gate(b, INIT, k, &init_plain) {
+        for &w in writers {
+            b.edges.push((g, w));
             b.labels.push(rw);
         }
     }
-    // One constraint per pair of writers: constraint `base + pair_index(i, j)` orders i and j.
-    let n = writers.len();
-    let base = b.constraints.len() as u32;
-    let side = |b: &mut Built, i: usize, j: usize| {
-        let (wi, wj) = (writers[i], writers[j]);
-        let s = b.cedges.len();
-        for r in readers(wi).iter().filter(|r| r.2 != wj) {
-            b.cedges.push((r.2, wj, rw));
+    // A reader that writes the key itself is the first writer after the initial version.
+    for &r in &init_rmw {
+        for &w in writers.iter().filter(|&&w| w != r) {
+            b.edges.push((r, w));
+            b.labels.push(rw);
         }
-        if b.cedges.len() == s {
-            b.cedges.push((wi, wj, Label::fact(EdgeKind::Ww, k)));
+    }
+    let sources = writers
+        .iter()
+        .map(|&w| {
+            let rs = readers(w);
+            let (rmw, plain): (Vec<Node>, Vec<Node>) =
+                rs.iter().map(|r| r.2).partition(|&r| is_writer(r));
+            let mut out: Vec<(Node, EdgeKind)> =
+                rmw.into_iter().map(|r| (r, EdgeKind::Rw)).collect();
+            out.extend(gate(b, w, k, &plain));
+            if out.is_empty() {
+                out.push((w, EdgeKind::Ww));
+            }
+            out
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(choices.len());
+    for mut c in choices {
+        c.key = k;
+        ids.push(b.choices.len() as u32);
+        b.choices.push(c);
+    }
+    b.dup_pending.push(DupKey {
+        key: k,
+        writers: writers.to_vec(),
+        sources,
+        choices: ids,
+    });
+}
+
+/// Where edges "after these readers" start: none without readers, the reader itself when one,
+/// else a gate node all of them lead to. Readers that write the key are not given here.
+fn gate(b: &mut Built, w: Node, k: u32, plain: &[Node]) -> Option<(Node, EdgeKind)> {
+    match plain {
+        [] => None,
+        [r] => Some((*r, EdgeKind::Rw)),
+        rs => {
+            let g = b.num_nodes as Node;
+            b.num_nodes += 1;
+            b.gate_of.push((w, k));
+            for &r in rs {
+                b.edges.push((r, g));
+                b.labels.push(Label::fact(EdgeKind::Rw, k));
+            }
+            Some((g, EdgeKind::Rw))
+        }
+    }
+}
+
+/// The pairs and conditional edges of every pending key, once reachability can say which are
+/// already decided (`reach`: the known graph's index and topological positions; without it,
+/// all of them). A pair whose one order the known graph implies needs no constraint; a
+/// conditional edge only matters for a writer that is neither known to precede the candidate
+/// nor known to follow the reader. Returns the constraints added, or a choice whose every
+/// candidate the known graph rules out.
+pub(super) fn expand(
+    b: &mut Built,
+    reach: Option<(&ReachCtx, &[u32])>,
+) -> Result<std::ops::Range<u32>, u32> {
+    let first = b.constraints.len() as u32;
+    for d in std::mem::take(&mut b.dup_pending) {
+        let mut pairs = std::collections::HashMap::new();
+        pair_writers(b, &d, reach, &mut pairs);
+        let by_chain = match reach.map(|r| &r.0.reach) {
+            Some(crate::graph::Reach::Chains(cr)) => {
+                let mut v: Vec<(u32, u32, u32)> = d
+                    .writers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| {
+                        let (ch, p) = cr.chain_pos(x);
+                        (ch, p, i as u32)
+                    })
+                    .collect();
+                v.sort_unstable();
+                Some(v)
+            }
+            _ => None,
+        };
+        for &ci in &d.choices {
+            cond_edges(b, &d, ci, reach.map(|r| r.0), &pairs, by_chain.as_deref());
+            if b.choices[ci as usize].num_alive() == 0 {
+                return Err(ci);
+            }
+        }
+    }
+    Ok(first..b.constraints.len() as u32)
+}
+
+/// One constraint per pair of the key's writers that the known graph does not order (writers
+/// taken in topological order, with the shortcut of `Built::pair_chains`); `pairs` maps each
+/// (earlier, later) writer index pair to its constraint.
+fn pair_writers(
+    b: &mut Built,
+    d: &DupKey,
+    reach: Option<(&ReachCtx, &[u32])>,
+    pairs: &mut std::collections::HashMap<(u32, u32), u32>,
+) {
+    let k = d.key;
+    let n = d.writers.len();
+    let mut idx: Vec<u32> = (0..n as u32).collect();
+    if let Some((_, pos)) = reach {
+        idx.sort_unstable_by_key(|&i| pos[d.writers[i as usize] as usize]);
+    }
+    let side = |i: u32, j: u32| -> Vec<(Node, Node, Label)> {
+        let wj = d.writers[j as usize];
+        let es: Vec<_> = d.sources[i as usize]
+            .iter()
+            .filter(|s| s.0 != wj)
+            .map(|&(s, kind)| (s, wj, Label::fact(kind, k)))
+            .collect();
+        if es.is_empty() {
+            vec![(d.writers[i as usize], wj, Label::fact(EdgeKind::Ww, k))]
+        } else {
+            es
         }
     };
-    for i in 0..n {
-        for j in i + 1..n {
+    let mut all_after = vec![false; n];
+    for x in (0..n).rev() {
+        let mut all = true;
+        for y in x + 1..n {
+            let (i, j) = (idx[x], idx[y]);
+            if let Some((ctx, _)) = reach {
+                if side(i, j).iter().all(|&(u, v, _)| ctx.implied(u, v)) {
+                    if all_after[y] {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            all = false;
             let s = b.cedges.len() as u32;
-            side(b, i, j);
+            b.cedges.extend(side(i, j));
             let m = b.cedges.len() as u32;
-            side(b, j, i);
+            b.cedges.extend(side(j, i));
             let e = b.cedges.len() as u32;
+            pairs.insert((i, j), b.constraints.len() as u32);
+            let (wi, wj) = (d.writers[i as usize], d.writers[j as usize]);
             b.constraints.push(Constraint {
                 key: k,
-                a: (writers[i], writers[i]),
-                b: (writers[j], writers[j]),
+                a: (wi, wi),
+                b: (wj, wj),
                 first: (s, m),
                 second: (m, e),
             });
         }
+        all_after[x] = all && reach.is_some();
     }
-    let pair = |i: usize, j: usize| -> (u32, bool) {
-        let (lo, hi) = (i.min(j), i.max(j));
-        let idx = lo * (2 * n - lo - 1) / 2 + (hi - lo - 1);
-        (base + idx as u32, i < j)
-    };
-    let pos = |w: Node| writers.binary_search(&w).ok();
-    for mut c in choices {
-        let ci = b.choices.len() as u32;
-        // The reader's own position among the writers (a read-modify-write) is no candidate's
-        // successor to order: it follows its source by the write→read edge.
-        for (x, &w) in c.cands.iter().enumerate() {
-            let cand = x as u32;
-            if w != INIT {
-                let label = Label::fact(EdgeKind::Wr, k);
-                b.cond.push(cond(w, c.reader, label, ci, cand, NO_PAIR, true));
+}
+
+/// The edges choice `ci` brings: the write → read edge of each candidate, and the reader before
+/// each writer that could come after that candidate.
+fn cond_edges(
+    b: &mut Built,
+    d: &DupKey,
+    ci: u32,
+    ctx: Option<&ReachCtx>,
+    pairs: &std::collections::HashMap<(u32, u32), u32>,
+    by_chain: Option<&[(u32, u32, u32)]>,
+) {
+    let k = d.key;
+    let rw = Label::fact(EdgeKind::Rw, k);
+    let c = &b.choices[ci as usize];
+    let (reader, cands) = (c.reader, c.cands.clone());
+    let pos = |w: Node| d.writers.binary_search(&w).ok().map(|i| i as u32);
+    for (x, &w) in cands.iter().enumerate() {
+        let cand = x as u32;
+        // Candidates the known graph already rules out get no edges.
+        let ruled = if w != INIT && ctx.is_some_and(|cx| cx.reaches(reader, w)) {
+            Err(RuledOut::ReaderFirst)
+        } else {
+            relevant_writers(d, w, reader, ctx, by_chain)
+                .map_err(|by| RuledOut::Overwritten { by })
+        };
+        let relevant = match ruled {
+            Ok(r) => r,
+            Err(why) => {
+                let c = &mut b.choices[ci as usize];
+                c.alive[x] = false;
+                c.why[x] = Some(why);
+                continue;
             }
-            for (j, &w2) in writers.iter().enumerate() {
-                if w2 == w || w2 == c.reader {
-                    continue;
-                }
-                let (p, first) = match pos(w) {
-                    Some(i) => pair(i, j),
-                    None => (NO_PAIR, true),
-                };
-                b.cond.push(cond(c.reader, w2, rw, ci, cand, p, first));
+        };
+        if w != INIT {
+            let label = Label::fact(EdgeKind::Wr, k);
+            b.cond.push(cond(w, reader, label, ci, cand, NO_PAIR, true));
+        }
+        for j in relevant {
+            let w2 = d.writers[j as usize];
+            if w2 == w || w2 == reader {
+                continue;
+            }
+            let (pair, first) = match pos(w) {
+                None => (NO_PAIR, true),
+                Some(i) => match (pairs.get(&(i, j)), pairs.get(&(j, i))) {
+                    (Some(&p), _) => (p, true),
+                    (_, Some(&p)) => (p, false),
+                    // No constraint: the known graph orders the two already.
+                    _ if ctx.is_some_and(|cx| cx.reaches(w, w2)) => (NO_PAIR, true),
+                    _ => continue,
+                },
+            };
+            b.cond.push(cond(reader, w2, rw, ci, cand, pair, first));
+        }
+    }
+}
+
+/// The writers (indices) a reader of candidate `w` might have to precede: all of them, less
+/// (with the chain index; `by_chain`: the key's writers as (chain, position, index), sorted)
+/// those known to precede `w` or to follow the reader. Per session chain both are runs at its
+/// ends, found by binary search; and if a writer known to follow `w` is known to precede the
+/// reader, `w` cannot be what it read: that writer is the error.
+fn relevant_writers(
+    d: &DupKey,
+    w: Node,
+    reader: Node,
+    ctx: Option<&ReachCtx>,
+    by_chain: Option<&[(u32, u32, u32)]>,
+) -> Result<Vec<u32>, Node> {
+    let (Some(ctx), Some(by_chain)) = (ctx, by_chain) else {
+        return Ok((0..d.writers.len() as u32).collect());
+    };
+    let crate::graph::Reach::Chains(cr) = &ctx.reach else {
+        return Ok((0..d.writers.len() as u32).collect());
+    };
+    let node = |t: &(u32, u32, u32)| d.writers[t.2 as usize];
+    let mut out = Vec::new();
+    let mut s = 0;
+    while s < by_chain.len() {
+        let ch = by_chain[s].0;
+        let e = s + by_chain[s..].partition_point(|t| t.0 == ch);
+        let run = &by_chain[s..e];
+        s = e;
+        // Followers of the reader: positions from the first the reader reaches.
+        let hi = run.partition_point(|t| t.1 < cr.first_reached(reader, ch));
+        // Predecessors of the candidate: a prefix (an earlier node reaches what a later does).
+        let lo = if w == INIT {
+            0
+        } else {
+            run[..hi].partition_point(|t| ctx.reaches(node(t), w))
+        };
+        // The first writer after the candidate; if it precedes the reader, so do all before it.
+        let after = if w == INIT {
+            lo
+        } else {
+            lo + run[lo..hi].partition_point(|t| !ctx.reaches(w, node(t)))
+        };
+        if let Some(t) = run[after..hi].iter().find(|t| node(t) != reader && node(t) != w) {
+            if ctx.reaches(node(t), reader) {
+                return Err(node(t));
             }
         }
-        c.key = k;
-        b.choices.push(c);
+        out.extend(run[lo..hi].iter().map(|t| t.2));
     }
+    Ok(out)
 }
 
 fn cond(u: Node, v: Node, label: Label, choice: u32, cand: u32, pair: u32, first: bool) -> CondEdge {

@@ -8,6 +8,7 @@ mod dup;
 mod prune;
 mod solve;
 
+pub(crate) use dup::DupKey;
 pub(crate) use solve::{serial_order, with_both_sides};
 
 use crate::graph::{Built, Facts, Node};
@@ -77,7 +78,6 @@ fn split_dup_keys(b: &mut Built, f: &mut Facts) {
             choices.push(c);
         }
         dup::add_key(b, k, &writers, &dup_reads[lo..hi], choices);
-        b.dup_keys.push((k, writers));
     }
 }
 

@@ -31,12 +31,16 @@ pub(super) fn prune(
         let order = graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?;
         if !opts.prune {
             b.pair_chains(|_, _| false, None);
+            super::dup::expand(b, None).map_err(Pruned::NoWriter)?;
             remaining = (0..b.constraints.len() as u32).collect();
             break;
         }
         let open_choices = b.choices.iter().any(|c| c.num_alive() > 1);
         if round >= opts.prune_rounds
-            || (remaining.is_empty() && b.chain_keys.is_empty() && !open_choices)
+            || (remaining.is_empty()
+                && b.chain_keys.is_empty()
+                && b.dup_pending.is_empty()
+                && !open_choices)
         {
             break;
         }
@@ -71,6 +75,10 @@ pub(super) fn prune(
             let before = b.constraints.len() as u32;
             b.pair_chains(|x, y| ctx.implied(x.gate, y.head), Some(&topo_pos));
             remaining.extend(before..b.constraints.len() as u32);
+        }
+        if !b.dup_pending.is_empty() {
+            let added = super::dup::expand(b, Some((&ctx, &topo_pos)));
+            remaining.extend(added.map_err(Pruned::NoWriter)?);
         }
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
         let decisions: Vec<u8> = remaining
@@ -137,6 +145,15 @@ pub(super) fn prune(
         if !changed {
             break;
         }
+    }
+    // A round limit can stop pruning before pairs were formed: they are all constraints then.
+    if !b.chain_keys.is_empty() {
+        let before = b.constraints.len() as u32;
+        b.pair_chains(|_, _| false, None);
+        remaining.extend(before..b.constraints.len() as u32);
+    }
+    if !b.dup_pending.is_empty() {
+        remaining.extend(super::dup::expand(b, None).map_err(Pruned::NoWriter)?);
     }
     stats.prune_rounds = round;
     Ok(remaining)
