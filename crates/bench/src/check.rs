@@ -30,20 +30,20 @@ pub struct CheckArgs {
 }
 
 /// One measured run: what the table and the CSV show.
-struct Row {
-    history: String,
-    variant: String,
-    verdict: String,
-    txns: u64,
-    load_ms: f64,
-    graph_ms: f64,
-    prune_ms: f64,
-    solve_ms: f64,
-    total_ms: f64,
-    constraints: u64,
-    after_prune: u64,
-    conflicts: u64,
-    peak_rss: f64,
+pub(crate) struct Row {
+    pub history: String,
+    pub variant: String,
+    pub verdict: String,
+    pub txns: u64,
+    pub load_ms: f64,
+    pub graph_ms: f64,
+    pub prune_ms: f64,
+    pub solve_ms: f64,
+    pub total_ms: f64,
+    pub constraints: u64,
+    pub after_prune: u64,
+    pub conflicts: u64,
+    pub peak_rss: f64,
 }
 
 /// The table (and `--csv`): every history under every variant.
@@ -141,7 +141,7 @@ fn variants(ablation: bool) -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// `krait check --json --rss` on `p` in a child process; `None` (after a line saying why) when
 /// it printed no verdict.
-fn measure(
+pub(crate) fn measure(
     p: &Path,
     vname: &str,
     vargs: &[&str],

@@ -12,6 +12,7 @@ mod overhead;
 mod scale;
 mod solver;
 mod stream;
+mod veristrong;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum BenchCmd {
     /// An endless generated BlindW stream with fences, checked online in rounds: memory and
     /// speed at checkpoints (flat memory is the point).
     Stream(stream::StreamArgs),
+    /// VeriStrong's benchmark histories (../shared/data/veristrong): krait's verdict, time and
+    /// peak memory beside VeriStrong's own from that folder's README.
+    Veristrong(veristrong::VeristrongArgs),
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: std::path::PathBuf },
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         BenchCmd::Overhead(a) => overhead::run(a),
         BenchCmd::Online(a) => online::run(a),
         BenchCmd::Stream(a) => stream::run(a),
+        BenchCmd::Veristrong(a) => veristrong::run(a),
         BenchCmd::LoadOne { path } => load::one(&path),
         BenchCmd::CheckOne(a) => krait_cli::cmd::check::run(&a),
         BenchCmd::Generate(a) => krait_cli::cmd::generate::run(&a),

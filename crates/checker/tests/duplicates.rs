@@ -33,6 +33,31 @@ fn compact(h: &History) -> String {
     out
 }
 
+/// Whether each matched read's writer is the latest writer of its key before the reader in
+/// the serial order (none: no writer before it), and every ambiguous read is matched.
+fn matched_are_latest(h: &History, order: &[u64], matched: &[krait_checker::MatchedRead]) -> bool {
+    let mut latest: std::collections::HashMap<&str, u64> = Default::default();
+    let mut expect = Vec::new();
+    for &ext in order {
+        let t = h.txn_index[&ext];
+        let mut own: Vec<&str> = Vec::new();
+        for o in h.ops(t) {
+            let k = h.keys[h.op_key[o] as usize].as_str();
+            match h.op_kind[o] {
+                krait_history::OpKind::Write => own.push(k),
+                _ if !own.contains(&k) => expect.push((ext, k, latest.get(k).copied())),
+                _ => {}
+            }
+        }
+        for k in own {
+            latest.insert(k, ext);
+        }
+    }
+    matched
+        .iter()
+        .all(|m| expect.contains(&(m.txn, m.key.as_str(), m.writer)))
+}
+
 /// Whether every read's value is written by at most one write and is not also the initial value.
 fn ambiguous(h: &History) -> bool {
     h.has_duplicates() || h.init_value.is_some()
@@ -87,10 +112,21 @@ fn run(count: usize, seed: u64, max_txns: u64, sets: &[(String, Options)]) -> (u
                         order_is_valid(&h, order),
                         "history {i} [{name}]: bad serial order {order:?}\n{}", compact(&h)
                     );
+                    assert!(
+                        matched_are_latest(&h, order, &rep.matched),
+                        "history {i} [{name}]: matched writers {:?} disagree with {order:?}\n{}",
+                        rep.matched,
+                        compact(&h)
+                    );
                 }
                 (Verdict::Reject(c), false) => {
-                    for w in c.cycle.windows(2) {
-                        assert_eq!(w[0].to, w[1].from, "history {i} [{name}]: broken cycle");
+                    let closed = |cycle: &[krait_checker::CertEdge]| {
+                        cycle.windows(2).all(|w| w[0].to == w[1].from)
+                            && cycle.first().map(|e| &e.from) == cycle.last().map(|e| &e.to)
+                    };
+                    assert!(closed(&c.cycle), "history {i} [{name}]: open cycle {c:#?}");
+                    for case in &c.cases {
+                        assert!(closed(&case.cycle), "history {i} [{name}]: open case {c:#?}");
                     }
                 }
                 (Verdict::Unknown { .. }, _) if opts.solver == SolverKind::BruteForce => {}
@@ -150,4 +186,110 @@ fn generated_histories_do_repeat_values() {
         .filter(|_| ambiguous(&random_history_with(&mut r, 8, 2, Some(2), false)))
         .count();
     assert!(n > 100, "{n}");
+}
+
+fn reject_of(txns: &[krait_history::SimpleTxn]) -> krait_checker::Certificate {
+    let h = krait_history::build_history(txns).unwrap();
+    match check(&h, &Options::default()).unwrap().verdict {
+        Verdict::Reject(c) => *c,
+        v => panic!("expected a REJECT, got {v:?}"),
+    }
+}
+
+#[test]
+fn a_read_none_of_whose_writers_committed_their_value() {
+    use krait_history::{SimpleTxn as T, TxnStatus};
+    // x = 1 was written by an aborted transaction and, as an intermediate version, by another.
+    let c = reject_of(&[
+        T::new(0, 1).w("x", 1).status(TxnStatus::Aborted),
+        T::new(0, 2).w("x", 1).w("x", 2),
+        T::new(1, 3).r("x", 1),
+    ]);
+    assert_eq!(serde_json::to_value(c.anomaly).unwrap(), "no-possible-writer");
+    assert_eq!(
+        c.summary,
+        "T3 read x = 1, which T1 or T2 wrote, and none of them can be the write it read: T1 aborted; T2 wrote x again before committing"
+    );
+    // All aborted: an aborted read.
+    let c = reject_of(&[
+        T::new(0, 1).w("x", 1).status(TxnStatus::Aborted),
+        T::new(0, 2).w("x", 1).status(TxnStatus::Aborted),
+        T::new(1, 3).r("x", 1),
+    ]);
+    assert_eq!(c.anomaly, krait_checker::Anomaly::G1a);
+}
+
+#[test]
+fn each_candidate_writer_closes_a_cycle() {
+    use krait_history::SimpleTxn as T;
+    // T3 read x = 1, written by T1 and by T4. T1's version was overwritten by T2, which T3
+    // follows (it read T2's y); T4 comes after T3 in its session.
+    let c = reject_of(&[
+        T::new(0, 1).w("x", 1),
+        T::new(0, 2).w("x", 2).w("y", 1),
+        T::new(1, 3).r("x", 1).r("y", 1),
+        T::new(1, 4).w("x", 1),
+    ]);
+    assert_eq!(serde_json::to_value(c.anomaly).unwrap(), "no-possible-writer");
+    assert_eq!(
+        c.summary,
+        "no possible writer (every write of the value read is ruled out): T3 read x = 1, which T1 or T4 wrote, and each choice of writer closes a cycle"
+    );
+    let cases: Vec<(Vec<String>, Vec<(String, String, String)>)> = c
+        .cases
+        .iter()
+        .map(|k| {
+            let edges = k
+                .cycle
+                .iter()
+                .map(|e| (e.from.clone(), e.kind.short().to_string(), e.to.clone()))
+                .collect();
+            (k.choices.clone(), edges)
+        })
+        .collect();
+    let e = |a: &str, k: &str, b: &str| (a.to_string(), k.to_string(), b.to_string());
+    assert_eq!(
+        cases,
+        vec![
+            (
+                vec!["T3 read x from T1".to_string()],
+                vec![e("T3", "rw", "T2"), e("T2", "wr", "T3")]
+            ),
+            (
+                vec!["T3 read x from T4".to_string()],
+                vec![e("T4", "wr", "T3"), e("T3", "session", "T4")]
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_accept_names_the_writer_each_read_was_matched_to() {
+    use krait_history::SimpleTxn as T;
+    // Both T1 and T2 wrote x = 1; T3 read it after T4 overwrote T1's: only T2 can be the one.
+    let h = krait_history::build_history(&[
+        T::new(0, 1).w("x", 1),
+        T::new(0, 4).w("x", 3).w("y", 1),
+        T::new(1, 2).w("x", 1),
+        T::new(2, 3).r("y", 1).r("x", 1),
+    ])
+    .unwrap();
+    let rep = check(
+        &h,
+        &Options {
+            want_order: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(rep.verdict.is_accept());
+    assert_eq!(
+        rep.matched,
+        vec![krait_checker::MatchedRead {
+            txn: 3,
+            key: "x".into(),
+            value: 1,
+            writer: Some(2)
+        }]
+    );
 }
