@@ -152,7 +152,7 @@ pub fn report_text(r: &Report, timings: bool) -> String {
     if s.ambiguous_reads > 0 {
         let _ = writeln!(
             out,
-            "{} reads of a value several writes wrote: {} matched to their writer by pruning, {} left to the solver ({} conditional edges)",
+            "{} reads of a value several writes wrote: {} settled by pruning, {} left to the solver ({} conditional edges)",
             s.ambiguous_reads,
             s.ambiguous_reads - s.ambiguous_after_prune,
             s.ambiguous_after_prune,

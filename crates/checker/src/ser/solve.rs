@@ -171,10 +171,19 @@ pub(super) fn solve(
     }
     stats.components = groups.len();
     stats.largest_component_constraints = groups.first().map(|g| g.cons.len()).unwrap_or(0);
-    // Members of each component, for local numbering.
+    // Members of each component that is part of a group, for local numbering.
+    let mut wanted = vec![false; ncomp as usize];
+    for g in &groups {
+        for &c in &g.comps {
+            wanted[c as usize] = true;
+        }
+    }
     let mut members: Vec<Vec<Node>> = vec![Vec::new(); ncomp as usize];
     for x in 0..b.num_nodes as Node {
-        members[comp[x as usize] as usize].push(x);
+        let c = comp[x as usize] as usize;
+        if wanted[c] {
+            members[c].push(x);
+        }
     }
     let results: Vec<(Outcome, krait_solver::Stats, Vec<VarOf>)> = groups
         .par_iter()
