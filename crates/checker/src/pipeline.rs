@@ -5,8 +5,8 @@
 //! A new isolation level adds its module beside `ser` and one arm where the decision is made.
 
 use crate::graph::{self, Built, EdgeKind, Label, Node};
-use crate::ser::{self, Decided};
 use crate::report::MatchedRead;
+use crate::ser::{self, Decided};
 use crate::{cert, realtime, CheckError, CheckStats, Options, Report, Timings, Verdict};
 use krait_history::{History, Resolution, TxnId, FROM_INIT};
 use std::borrow::Cow;

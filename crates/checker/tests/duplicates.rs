@@ -110,7 +110,8 @@ fn run(count: usize, seed: u64, max_txns: u64, sets: &[(String, Options)]) -> (u
                     let order = rep.order.as_ref().unwrap();
                     assert!(
                         order_is_valid(&h, order),
-                        "history {i} [{name}]: bad serial order {order:?}\n{}", compact(&h)
+                        "history {i} [{name}]: bad serial order {order:?}\n{}",
+                        compact(&h)
                     );
                     assert!(
                         matched_are_latest(&h, order, &rep.matched),
@@ -126,12 +127,16 @@ fn run(count: usize, seed: u64, max_txns: u64, sets: &[(String, Options)]) -> (u
                     };
                     assert!(closed(&c.cycle), "history {i} [{name}]: open cycle {c:#?}");
                     for case in &c.cases {
-                        assert!(closed(&case.cycle), "history {i} [{name}]: open case {c:#?}");
+                        assert!(
+                            closed(&case.cycle),
+                            "history {i} [{name}]: open case {c:#?}"
+                        );
                     }
                 }
                 (Verdict::Unknown { .. }, _) if opts.solver == SolverKind::BruteForce => {}
                 (v, t) => panic!(
-                    "history {i} [{name}]: checker says {v:?}, truth serializable={t}\n{}", compact(&h)
+                    "history {i} [{name}]: checker says {v:?}, truth serializable={t}\n{}",
+                    compact(&h)
                 ),
             }
         }
@@ -205,7 +210,10 @@ fn a_read_none_of_whose_writers_committed_their_value() {
         T::new(0, 2).w("x", 1).w("x", 2),
         T::new(1, 3).r("x", 1),
     ]);
-    assert_eq!(serde_json::to_value(c.anomaly).unwrap(), "no-possible-writer");
+    assert_eq!(
+        serde_json::to_value(c.anomaly).unwrap(),
+        "no-possible-writer"
+    );
     assert_eq!(
         c.summary,
         "T3 read x = 1, which T1 or T2 wrote, and none of them can be the write it read: T1 aborted; T2 wrote x again before committing"
@@ -230,7 +238,10 @@ fn each_candidate_writer_closes_a_cycle() {
         T::new(1, 3).r("x", 1).r("y", 1),
         T::new(1, 4).w("x", 1),
     ]);
-    assert_eq!(serde_json::to_value(c.anomaly).unwrap(), "no-possible-writer");
+    assert_eq!(
+        serde_json::to_value(c.anomaly).unwrap(),
+        "no-possible-writer"
+    );
     assert_eq!(
         c.summary,
         "no possible writer (every write of the value read is ruled out): T3 read x = 1, which T1 or T4 wrote, and each choice of writer closes a cycle"

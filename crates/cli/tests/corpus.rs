@@ -183,7 +183,9 @@ fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
                     describe(&ordered)
                 )),
                 Ok(ordered) => {
-                    if let Err(e) = verify(path, name, "ACCEPT with --order", &ordered.stdout, false) {
+                    if let Err(e) =
+                        verify(path, name, "ACCEPT with --order", &ordered.stdout, false)
+                    {
                         failures.push(e);
                     }
                 }

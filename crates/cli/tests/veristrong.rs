@@ -34,7 +34,11 @@ fn serializable_rows(d: &std::path::Path) -> Vec<(String, bool)> {
 fn veristrong_histories_get_veristrongs_verdicts() {
     let Some(d) = data() else { return };
     let rows = serializable_rows(&d);
-    assert!(rows.len() >= 70, "the README lists {} histories", rows.len());
+    assert!(
+        rows.len() >= 70,
+        "the README lists {} histories",
+        rows.len()
+    );
     let mut with_duplicates = 0;
     for (name, accept) in rows {
         let h = krait_history::load(&d.join(&name), None)

@@ -270,7 +270,9 @@ fn dbcop_bincode_malformed_inputs_name_offset_and_problem() {
     );
     // A value written twice is no error (see the JSON reader's test).
     let dup = one(vec![(true, 1, 5, true), (true, 1, 5, true)]);
-    let h = read_dbcop_bincode(&dup[..], &p("h.bincode")).unwrap().history;
+    let h = read_dbcop_bincode(&dup[..], &p("h.bincode"))
+        .unwrap()
+        .history;
     assert_eq!(h.writes_of(0, 5).count(), 2);
     let mut latin1 = good.clone();
     latin1[48] = 0xff;

@@ -388,7 +388,9 @@ fn jsonl_malformed() {
     );
     // A value written twice is no error (a read of it may have read either).
     let dup = format!("{ok}\n{{\"session\":\"b\",\"txn\":2,\"ops\":[[\"w\",\"x\",1]]}}\n");
-    let h = read_jsonl(dup.as_bytes(), Path::new("h.jsonl")).unwrap().history;
+    let h = read_jsonl(dup.as_bytes(), Path::new("h.jsonl"))
+        .unwrap()
+        .history;
     assert!(h.has_duplicates());
     let e = jsonl_err(r#"{"session":"a","txn":1,"ops":[["x","k",1]]}"#);
     assert_eq!(

@@ -79,7 +79,9 @@ pub(crate) fn no_writer_certificate(
         let assumed = |l: Label| (l, true);
         let (cycle_start, first) = match c.why[i] {
             // The write → read edge this choice adds closes the cycle.
-            Some(RuledOut::ReaderFirst) => ((w, c.reader), assumed(Label::fact(EdgeKind::Wr, c.key))),
+            Some(RuledOut::ReaderFirst) => {
+                ((w, c.reader), assumed(Label::fact(EdgeKind::Wr, c.key)))
+            }
             // The read must precede the write that comes between.
             Some(RuledOut::Overwritten { by }) => {
                 txn_ids.extend(b.txn_of(by));
@@ -129,13 +131,18 @@ pub(crate) fn no_writer_certificate(
         cycle: Vec::new(),
         constraints: Vec::new(),
         cases,
-        txns: seen.into_iter().map(|t| super::describe_txn(h, r, t)).collect(),
+        txns: seen
+            .into_iter()
+            .map(|t| super::describe_txn(h, r, t))
+            .collect(),
     }
 }
 
 /// "T5 read x from T2" (or "from the initial state").
 pub(super) fn choice_text(h: &History, b: &Built, c: &Choice, i: usize) -> String {
-    let reader = b.txn_of(c.reader).map_or("?".to_string(), |t| txn_name(h, t));
+    let reader = b
+        .txn_of(c.reader)
+        .map_or("?".to_string(), |t| txn_name(h, t));
     let from = match c.cands[i] {
         INIT => "the initial state".to_string(),
         w => b.txn_of(w).map_or("?".to_string(), |t| txn_name(h, t)),

@@ -85,7 +85,6 @@ impl Built {
     pub fn second_edges(&self, c: &Constraint) -> &[(Node, Node, Label)] {
         &self.cedges[c.second.0 as usize..c.second.1 as usize]
     }
-
 }
 
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but

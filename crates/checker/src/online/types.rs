@@ -102,7 +102,7 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OnlineError {
     /// Written values must be unique per key.
-    #[error("transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote (written values must be unique per key)")]
+    #[error("transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote: online checking (--round-size, watch) needs values unique per key; check the whole history at once (without --round-size), which handles repeated values")]
     DuplicateWrite {
         /// The second writer.
         txn: u64,

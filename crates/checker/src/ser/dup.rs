@@ -45,8 +45,10 @@ pub(super) fn add_key(
     let rw = Label::fact(EdgeKind::Rw, k);
     let is_writer = |x: Node| writers.binary_search(&x).is_ok();
     // The initial version precedes every write: its readers precede every other writer.
-    let (init_rmw, init_plain): (Vec<Node>, Vec<Node>) =
-        readers(INIT).iter().map(|r| r.2).partition(|&r| is_writer(r));
+    let (init_rmw, init_plain): (Vec<Node>, Vec<Node>) = readers(INIT)
+        .iter()
+        .map(|r| r.2)
+        .partition(|&r| is_writer(r));
     if let Some((g, _)) = gate(b, INIT, k, &init_plain) {
         for &w in writers {
             b.edges.push((g, w));
@@ -230,8 +232,7 @@ fn cond_edges(
         let ruled = if w != INIT && ctx.is_some_and(|cx| cx.reaches(reader, w)) {
             Err(RuledOut::ReaderFirst)
         } else {
-            relevant_writers(d, w, reader, ctx, by_chain)
-                .map_err(|by| RuledOut::Overwritten { by })
+            relevant_writers(d, w, reader, ctx, by_chain).map_err(|by| RuledOut::Overwritten { by })
         };
         let relevant = match ruled {
             Ok(r) => r,
@@ -306,7 +307,10 @@ fn relevant_writers(
         } else {
             lo + run[lo..hi].partition_point(|t| !ctx.reaches(w, node(t)))
         };
-        if let Some(t) = run[after..hi].iter().find(|t| node(t) != reader && node(t) != w) {
+        if let Some(t) = run[after..hi]
+            .iter()
+            .find(|t| node(t) != reader && node(t) != w)
+        {
             if ctx.reaches(node(t), reader) {
                 return Err(node(t));
             }
@@ -316,7 +320,15 @@ fn relevant_writers(
     Ok(out)
 }
 
-fn cond(u: Node, v: Node, label: Label, choice: u32, cand: u32, pair: u32, first: bool) -> CondEdge {
+fn cond(
+    u: Node,
+    v: Node,
+    label: Label,
+    choice: u32,
+    cand: u32,
+    pair: u32,
+    first: bool,
+) -> CondEdge {
     CondEdge {
         u,
         v,
@@ -350,7 +362,11 @@ pub(super) fn prune_choices(
         if ps == Known::Open {
             // The known graph may already order the pair's two writes.
             let c = &b.constraints[e.pair as usize];
-            let (x, y) = if e.first { (c.a.0, c.b.0) } else { (c.b.0, c.a.0) };
+            let (x, y) = if e.first {
+                (c.a.0, c.b.0)
+            } else {
+                (c.b.0, c.a.0)
+            };
             if ctx.reaches(x, y) {
                 ps = Known::True;
             } else if ctx.reaches(y, x) {

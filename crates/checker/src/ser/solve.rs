@@ -143,7 +143,11 @@ pub(super) fn solve(
     let mut picks: Vec<u32> = b
         .choices
         .iter()
-        .map(|c| (0..c.cands.len() as u32).find(|&x| c.alive[x as usize]).unwrap_or(0))
+        .map(|c| {
+            (0..c.cands.len() as u32)
+                .find(|&x| c.alive[x as usize])
+                .unwrap_or(0)
+        })
         .collect();
     if remaining.is_empty() && !open_choices {
         return Solved::Sat(Vec::new(), picks);
@@ -358,12 +362,7 @@ fn run_engine(p: &krait_solver::Problem, opts: &Options) -> (Outcome, krait_solv
 
 /// The edges of the graph a satisfying choice selects: known ones, each remaining constraint's
 /// chosen option, and the conditional edges the chosen candidates and options make hold.
-fn chosen_edges(
-    b: &Built,
-    remaining: &[u32],
-    chosen: &[bool],
-    picks: &[u32],
-) -> Vec<(Node, Node)> {
+fn chosen_edges(b: &Built, remaining: &[u32], chosen: &[bool], picks: &[u32]) -> Vec<(Node, Node)> {
     let mut edges = b.edges.clone();
     let mut side = vec![Known::Open; b.constraints.len()];
     for (i, &ci) in remaining.iter().enumerate() {
@@ -379,7 +378,11 @@ fn chosen_edges(
     for e in &b.cond {
         let pair_holds = e.pair == NO_PAIR || {
             let s = match side[e.pair as usize] {
-                Known::Open => b.decided.get(e.pair as usize).copied().unwrap_or(Known::Open),
+                Known::Open => b
+                    .decided
+                    .get(e.pair as usize)
+                    .copied()
+                    .unwrap_or(Known::Open),
                 s => s,
             };
             (s == Known::True) == e.first
