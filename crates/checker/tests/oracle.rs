@@ -123,3 +123,39 @@ fn cobra_round_trips_keep_accepts() {
     assert!(kept > 300, "{kept}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A round limit that stops pruning early (even before any round) leaves the rest to the solver:
+/// the verdict must not change. (With 0 rounds, pairs of chains were once never formed.)
+#[test]
+fn few_pruning_rounds_keep_the_verdict() {
+    let mut r = Rng(0x0dd5_0001);
+    for i in 0..2000 {
+        let keys = 2 + r.below(2);
+        let h = if i % 2 == 0 {
+            random_history(&mut r, 10, keys)
+        } else {
+            common::random_history_with(&mut r, 8, keys, Some(2), i % 4 == 1)
+        };
+        let truth = serializable(&h, None);
+        for rounds in [0, 1, 2] {
+            let opts = Options {
+                prune_rounds: rounds,
+                want_order: true,
+                ..Options::default()
+            };
+            let rep = check(&h, &opts).unwrap();
+            assert_eq!(
+                rep.verdict.is_accept(),
+                truth,
+                "history {i}, {rounds} rounds: {:?}\n{h:#?}",
+                rep.verdict
+            );
+            if truth {
+                assert!(
+                    order_is_valid(&h, rep.order.as_ref().unwrap()),
+                    "history {i}"
+                );
+            }
+        }
+    }
+}
