@@ -169,10 +169,7 @@ pub(crate) fn measure(
             return Ok(None);
         }
     };
-    let d = |k: &str| {
-        v["timings"][k]["secs"].as_f64().unwrap_or(0.0) * 1e3
-            + v["timings"][k]["nanos"].as_f64().unwrap_or(0.0) / 1e6
-    };
+    let d = |k: &str| v["timings"][k].as_f64().unwrap_or(0.0);
     Ok(Some(Row {
         history: name_of(p),
         variant: vname.to_string(),

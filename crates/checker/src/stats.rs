@@ -4,18 +4,28 @@ use serde::Serialize;
 use std::time::Duration;
 
 #[derive(Clone, Debug, Default, Serialize)]
-/// Wall-clock time per phase of one check.
+/// Wall-clock time per phase of one check (in JSON: milliseconds, as every time krait writes).
 pub struct Timings {
     /// Naming each read's writer.
+    #[serde(serialize_with = "ms")]
     pub resolve: Duration,
     /// Building the known graph, chains and constraints.
+    #[serde(serialize_with = "ms")]
     pub graph: Duration,
     /// Pruning by reachability.
+    #[serde(serialize_with = "ms")]
     pub prune: Duration,
     /// The solver, on what pruning left.
+    #[serde(serialize_with = "ms")]
     pub solve: Duration,
     /// Building the certificate of a REJECT.
+    #[serde(serialize_with = "ms")]
     pub certificate: Duration,
+}
+
+/// A duration as fractional milliseconds: one unit for every time in krait's JSON.
+pub fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -13,6 +13,7 @@ pub mod memory;
 
 mod duration;
 mod files;
+mod junit;
 mod lag;
 mod output;
 mod progress;

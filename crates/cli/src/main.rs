@@ -61,6 +61,12 @@ fn main() -> ExitCode {
             };
         }
     };
+    // With --json, an error is a JSON object on stdout too, so a script reads one shape.
+    let json = match &cli.cmd {
+        Cmd::Check(a) => a.wants_json(),
+        Cmd::Watch(a) => a.wants_json(),
+        _ => false,
+    };
     let result = match cli.cmd {
         Cmd::Check(a) => check::run(&a),
         Cmd::Stats(a) => stats::run(&a),
@@ -75,6 +81,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
+            if json {
+                println!("{}", krait_report::error_json(&e));
+            }
             ExitCode::from(exit::BAD_INPUT)
         }
     }

@@ -182,10 +182,39 @@ pub fn report_text(r: &Report, timings: bool) -> String {
     out
 }
 
+/// The version of krait's JSON output (docs/json.md): raised when a field changes meaning or
+/// goes away, not when one is added.
+pub const SCHEMA_VERSION: u64 = 1;
+
 /// The whole report as JSON (`krait check --json`): the report's own serialization, so field
-/// names follow `krait_checker::Report`.
+/// names follow `krait_checker::Report`, with the schema version.
 pub fn report_json(r: &Report) -> serde_json::Value {
-    serde_json::to_value(r).expect("report serializes")
+    let mut v = serde_json::to_value(r).expect("report serializes");
+    v.as_object_mut()
+        .expect("a report is an object")
+        .insert("schema_version".into(), SCHEMA_VERSION.into());
+    v
+}
+
+/// The JSON object for a run that ended in an error (exit 2) rather than a verdict: the
+/// message, and for bad input the file and the place in it.
+pub fn error_json(e: &anyhow::Error) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "schema_version": SCHEMA_VERSION,
+        "verdict": "ERROR",
+        "error": { "message": format!("{e:#}") },
+    });
+    if let Some(ie) = e.downcast_ref::<krait_history::InputError>() {
+        let err = &mut v["error"];
+        err["message"] = ie.message.clone().into();
+        err["path"] = ie.path.display().to_string().into();
+        match ie.location {
+            krait_history::Location::Line(l) => err["line"] = l.into(),
+            krait_history::Location::Offset(o) => err["offset"] = o.into(),
+            krait_history::Location::Nowhere => {}
+        }
+    }
+    v
 }
 
 /// Text fit for a DOT string: quotes and backslashes escaped, control characters (a newline in

@@ -84,18 +84,14 @@ pub struct RoundStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_held: Option<String>,
     /// Whole round; of it, the check of the round's graph, and garbage collection.
-    #[serde(serialize_with = "ser_ms")]
+    #[serde(serialize_with = "crate::stats::ms")]
     pub time: Duration,
     /// The check of the round's graph.
-    #[serde(serialize_with = "ser_ms")]
+    #[serde(serialize_with = "crate::stats::ms")]
     pub check_time: Duration,
     /// Garbage collection.
-    #[serde(serialize_with = "ser_ms")]
+    #[serde(serialize_with = "crate::stats::ms")]
     pub gc_time: Duration,
-}
-
-fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1e3)
 }
 
 /// Errors about the input stream, not the verdict.

@@ -55,6 +55,10 @@ pub struct CheckArgs {
     /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
     #[arg(long)]
     pub(crate) dot: Option<PathBuf>,
+    /// Also write the verdict as a JUnit XML report (one test case: the history's verdict) for
+    /// CI systems, e.g. --junit krait.xml.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
     /// Report peak memory (for benchmarks).
     #[arg(long, hide = true)]
     pub(crate) rss: bool,
@@ -87,6 +91,18 @@ pub enum SolverArg {
 }
 
 impl CheckArgs {
+    /// The level checked, in words (for reports that name it).
+    pub(crate) fn level_name(&self) -> &'static str {
+        if self.strict {
+            "strictly serializable"
+        } else {
+            "serializable"
+        }
+    }
+    /// Whether the output is JSON (then an error is a JSON object too).
+    pub fn wants_json(&self) -> bool {
+        self.json
+    }
     /// `krait check PATH --timings` with every other default (after `krait run --check`).
     pub(crate) fn defaults(path: PathBuf) -> CheckArgs {
         CheckArgs {
@@ -106,6 +122,7 @@ impl CheckArgs {
             timings: true,
             order: false,
             dot: None,
+            junit: None,
             rss: false,
             round_size: None,
             no_gc: false,

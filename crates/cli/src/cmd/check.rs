@@ -41,6 +41,9 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         sp.finish_and_clear();
     }
     let total = t.elapsed();
+    if let Some(file) = &a.junit {
+        crate::junit::write(file, &a.path, a.level_name(), Some(&report), total)?;
+    }
     if a.json {
         print_json(a, &loaded.history, &report, load_time, total)?;
     } else {

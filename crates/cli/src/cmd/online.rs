@@ -121,10 +121,16 @@ impl Printer {
         txns: u64,
     ) -> anyhow::Result<ExitCode> {
         let report: Option<&Report> = on.verdict();
+        if let Some(file) = &a.junit {
+            crate::junit::write(file, &a.path, a.level_name(), report, total)?;
+        }
         if self.json {
             let mut v = match report {
                 Some(r) => krait_report::report_json(r),
-                None => serde_json::json!({ "verdict": "ACCEPT" }),
+                None => serde_json::json!({
+                    "verdict": "ACCEPT",
+                    "schema_version": krait_report::SCHEMA_VERSION,
+                }),
             };
             let obj = v.as_object_mut().unwrap();
             obj.insert("path".into(), a.path.display().to_string().into());

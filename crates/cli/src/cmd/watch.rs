@@ -73,6 +73,13 @@ fn wait_for(path: &std::path::Path, w: &WatchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+impl WatchArgs {
+    /// Whether the output is JSON (then an error is a JSON object too).
+    pub fn wants_json(&self) -> bool {
+        self.check.wants_json()
+    }
+}
+
 /// Logs still being written, followed until they stop growing (or forever).
 pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let a = &w.check;

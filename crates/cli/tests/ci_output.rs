@@ -1,0 +1,100 @@
+//! Output for scripts and CI: the JSON error object of bad input (exit 2), times as
+//! milliseconds, the schema version, and the JUnit report of `--junit`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn krait() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_krait"))
+}
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/histories")
+        .join(name)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("krait-ci-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn bad_input_with_json_is_an_error_object_and_exit_2() {
+    let bad = tmp("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"session\":\"a\",\"txn\":1,\"ops\":[]}\n{\"session\":\"a\"\n",
+    )
+    .unwrap();
+    let out = krait()
+        .arg("check")
+        .arg(&bad)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "ERROR");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["error"]["path"], bad.display().to_string());
+    assert_eq!(v["error"]["line"], 2);
+    assert!(v["error"]["message"].as_str().unwrap().len() > 5, "{v}");
+    // Without --json, stdout stays empty.
+    let out = krait().arg("check").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let _ = std::fs::remove_file(&bad);
+}
+
+#[test]
+fn times_are_milliseconds_and_the_schema_is_versioned() {
+    let out = krait()
+        .arg("check")
+        .arg(corpus("g2-item-write-skew.jsonl"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    for phase in ["resolve", "graph", "prune", "solve", "certificate"] {
+        assert!(v["timings"][phase].is_f64(), "{phase}: {}", v["timings"]);
+    }
+    assert!(v["load_ms"].is_f64() && v["total_ms"].is_f64());
+}
+
+#[test]
+fn junit_reports_a_failure_with_the_certificate_or_a_pass() {
+    let file = tmp("junit.xml");
+    let out = krait()
+        .arg("check")
+        .arg(corpus("g1a-aborted-read.jsonl"))
+        .arg("--junit")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the exit code stays the verdict's"
+    );
+    let xml = std::fs::read_to_string(&file).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
+    assert!(xml.contains("<testsuite name=\"krait\" tests=\"1\" failures=\"1\" errors=\"0\""));
+    assert!(xml.contains("g1a-aborted-read.jsonl is serializable"));
+    assert!(xml.contains(
+        "<failure message=\"T2 read x = 1, written by T1, which aborted\" type=\"G1a (aborted read)\">"
+    ));
+    assert!(xml.contains("</failure></testcase>"));
+    let out = krait()
+        .arg("check")
+        .arg(corpus("accept-unknown-outcome-unread.jsonl"))
+        .arg("--junit")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let xml = std::fs::read_to_string(&file).unwrap();
+    assert!(xml.contains("failures=\"0\" errors=\"0\""));
+    assert!(!xml.contains("<failure"));
+    let _ = std::fs::remove_file(&file);
+}
