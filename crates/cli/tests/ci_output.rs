@@ -98,3 +98,43 @@ fn junit_reports_a_failure_with_the_certificate_or_a_pass() {
     assert!(!xml.contains("<failure"));
     let _ = std::fs::remove_file(&file);
 }
+
+/// Every option and argument of every subcommand says what it is for in `--help`.
+#[test]
+fn every_flag_has_help() {
+    let mut bare = Vec::new();
+    for cmd in [
+        "check",
+        "watch",
+        "run",
+        "generate",
+        "convert",
+        "stats",
+        "verify-certificate",
+        "demo",
+    ] {
+        let out = krait().args([cmd, "--help"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let is_item = (t.starts_with("--") || t.starts_with("-") || t.starts_with('<'))
+                && l.starts_with("  ");
+            if !is_item || t.starts_with("-h, --help") || t.starts_with("-V") {
+                continue;
+            }
+            // The help follows on the line, after two spaces, or on the next, indented further.
+            let name_end = t.find("  ").unwrap_or(t.len());
+            let same_line = !t[name_end..].trim().is_empty();
+            let next_line = lines.get(i + 1).is_some_and(|n| {
+                n.starts_with("          ")
+                    && !n.trim().is_empty()
+                    && !n.trim_start().starts_with('-')
+            });
+            if !same_line && !next_line {
+                bare.push(format!("krait {cmd}: {t}"));
+            }
+        }
+    }
+    assert!(bare.is_empty(), "options without help: {bare:#?}");
+}

@@ -12,7 +12,11 @@ use std::time::Duration;
 /// The arguments of `krait check` (also `watch`'s, `demo`'s and the benchmarks').
 #[derive(Args, Clone)]
 pub struct CheckArgs {
+    /// The history: a file (.jsonl, .edn, .txt, dbcop .json or history.bincode), or a directory
+    /// of Cobra logs or JSON Lines session files.
     pub(crate) path: PathBuf,
+    /// The input's format: jsonl, cobra, edn, polysi or dbcop (default: recognized from the
+    /// file), e.g. --format edn.
     #[arg(long)]
     pub(crate) format: Option<Format>,
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
@@ -33,6 +37,8 @@ pub struct CheckArgs {
     /// Do not decide constraints by reachability before solving.
     #[arg(long)]
     pub(crate) no_prune: bool,
+    /// At most this many pruning passes (each may decide constraints the last one made
+    /// decidable); what is left goes to the solver, so any number keeps the verdict.
     #[arg(long, default_value_t = 64)]
     pub(crate) prune_rounds: u32,
     /// Do not seed solver decisions from the topological order.
@@ -41,6 +47,8 @@ pub struct CheckArgs {
     /// Do not propagate edges that would close cycles in the solver.
     #[arg(long)]
     pub(crate) no_theory_propagation: bool,
+    /// The engine for what pruning leaves: cdcl (ours, conflict-driven with an acyclicity
+    /// theory) or brute-force (every assignment; small problems only, for tests).
     #[arg(long, value_enum, default_value = "cdcl")]
     pub(crate) solver: SolverArg,
     /// Give up (UNDECIDED, exit 3) after this many seconds of solving; 0 for no limit.

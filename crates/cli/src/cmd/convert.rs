@@ -11,8 +11,12 @@ use std::process::ExitCode;
 /// The arguments of `krait convert`.
 #[derive(Args)]
 pub struct ConvertArgs {
+    /// The history to read, in any format krait reads.
     pub(crate) input: PathBuf,
+    /// Where to write it: a name ending in .jsonl for JSON Lines, a directory for Cobra logs.
     pub(crate) output: PathBuf,
+    /// The input's format: jsonl, cobra, edn, polysi or dbcop (default: recognized from the
+    /// file), e.g. --format edn.
     #[arg(long)]
     pub(crate) format: Option<Format>,
     /// Cobra output: the variant with timestamps after S and C.

@@ -14,26 +14,34 @@ use std::time::Duration;
 /// The arguments of `krait generate`.
 #[derive(Args)]
 pub struct GenerateArgs {
+    /// Where the history goes: a .jsonl file, or a directory with --format cobra.
     pub(crate) out: PathBuf,
     /// blindw-rm, blindw-rw or blindw-wm.
     #[arg(long, default_value = "blindw-rw")]
     pub(crate) workload: String,
+    /// Transactions in all (fences included).
     #[arg(long, default_value_t = 10_000)]
     pub(crate) txns: usize,
+    /// Client sessions; each transaction goes to one at random.
     #[arg(long, default_value_t = 24)]
     pub(crate) sessions: usize,
+    /// Keys k0 … k{N-1}.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) keys: u64,
-    #[arg(long)]
+    /// A fence transaction every N transactions per session (for online checking), e.g. 20.
+    #[arg(long, value_name = "N")]
     pub(crate) fence_every: Option<usize>,
     /// Time between commits, e.g. 500us for 2,000 transactions a second.
     #[arg(long, default_value = "1us", value_parser = parse_duration)]
     pub(crate) txn_interval: Duration,
+    /// Probability that a read sees a version older than its snapshot (a fault; often still
+    /// serializable), e.g. 0.01.
     #[arg(long, default_value_t = 0.0)]
     pub(crate) stale_reads: f64,
     /// Probability of a fractured read (never serializable).
     #[arg(long, default_value_t = 0.0)]
     pub(crate) fractured_reads: f64,
+    /// Seed: the same arguments and seed give the same history, byte for byte.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Operations per transaction (the workload's own when not given: 8 for BlindW): e.g.
@@ -49,6 +57,7 @@ pub struct GenerateArgs {
     /// values); unique values when not given.
     #[arg(long, value_name = "N")]
     pub(crate) value_range: Option<u64>,
+    /// The output's format: jsonl (default) or cobra (a directory of Cobra logs).
     #[arg(long)]
     pub(crate) format: Option<Format>,
 }

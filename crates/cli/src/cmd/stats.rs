@@ -12,9 +12,13 @@ use std::process::ExitCode;
 /// The arguments of `krait stats`.
 #[derive(Args)]
 pub struct StatsArgs {
+    /// The history: a file, or a directory of Cobra logs or JSON Lines session files.
     pub(crate) path: PathBuf,
+    /// The input's format: jsonl, cobra, edn, polysi or dbcop (default: recognized from the
+    /// file), e.g. --format edn.
     #[arg(long)]
     pub(crate) format: Option<Format>,
+    /// The counts as JSON (the `history` object of docs/json.md).
     #[arg(long)]
     pub(crate) json: bool,
 }

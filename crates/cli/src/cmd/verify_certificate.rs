@@ -17,6 +17,8 @@ pub struct VerifyCertificateArgs {
     pub(crate) history: PathBuf,
     /// The verdict: the output of `krait check HISTORY --json` (with --order for an ACCEPT).
     pub(crate) cert: PathBuf,
+    /// The input's format: jsonl, cobra, edn, polysi or dbcop (default: recognized from the
+    /// file), e.g. --format edn.
     #[arg(long)]
     pub(crate) format: Option<Format>,
 }
