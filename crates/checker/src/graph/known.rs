@@ -186,8 +186,9 @@ pub fn build(
     };
     session_order(h, &mut b);
     let mut f = Facts::default();
+    let mut ks = KeySlots::new(h);
     for i in 0..b.node_txn.len() {
-        txn_facts(h, r, &inc, &mut b, i as Node + 1, &mut f)?;
+        txn_facts(h, r, &inc, &mut b, i as Node + 1, &mut f, &mut ks)?;
     }
     // Read-modify-writes the transactions made themselves, as opposed to steps of a list.
     let mut real_rmws = if h.has_lists() {
@@ -257,6 +258,47 @@ fn session_order(h: &History, b: &mut Built) {
 /// an external read must name a committed writer's final version and be the same every time;
 /// write→read edges go into the known graph. A read whose value several writes wrote keeps the
 /// candidates that could be its writer; with one left it is an ordinary read.
+/// What the per-transaction pass reuses: which writes are final in their transaction (one pass
+/// over all ops, so no read scans its writer's ops again), and a slot per key stamped with the
+/// transaction using it (so a transaction of many ops finds its key's slot at once).
+pub(super) struct KeySlots {
+    final_write: Vec<bool>,
+    stamp: Vec<u32>,
+    slot: Vec<u32>,
+    /// (key, last own write op, external source, first external read op)
+    scratch: Vec<(u32, u32, u32, u32)>,
+    /// Per writer node, the last reader given a write→read edge from it.
+    wr_stamp: Vec<u32>,
+}
+
+impl KeySlots {
+    pub(super) fn new(h: &History) -> KeySlots {
+        let mut stamp = vec![u32::MAX; h.num_keys()];
+        let mut final_write = vec![false; h.num_ops()];
+        for t in 0..h.num_txns() as u32 {
+            for o in h.ops(t).rev() {
+                let k = h.op_key[o] as usize;
+                if h.op_kind[o] == OpKind::Write && stamp[k] != t {
+                    stamp[k] = t;
+                    final_write[o] = true;
+                }
+            }
+        }
+        stamp.fill(u32::MAX);
+        KeySlots {
+            final_write,
+            slot: vec![0; h.num_keys()],
+            stamp,
+            scratch: Vec::new(),
+            wr_stamp: vec![u32::MAX; h.num_txns() + 1],
+        }
+    }
+    /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
+    fn overwritten(&self, o: u32) -> bool {
+        !self.final_write[o as usize]
+    }
+}
+
 fn txn_facts(
     h: &History,
     r: &Resolution,
@@ -264,21 +306,40 @@ fn txn_facts(
     b: &mut Built,
     node: Node,
     f: &mut Facts,
+    ks: &mut KeySlots,
+) -> Result<(), Finding> {
+    let mut scratch = std::mem::take(&mut ks.scratch);
+    scratch.clear();
+    let res = txn_ops(h, r, inc, b, node, f, ks, &mut scratch);
+    ks.scratch = scratch;
+    res
+}
+
+/// The body of [`txn_facts`], with the transaction's key slots in `scratch`.
+#[allow(clippy::too_many_arguments)]
+fn txn_ops(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    b: &mut Built,
+    node: Node,
+    f: &mut Facts,
+    ks: &mut KeySlots,
+    scratch: &mut Vec<(u32, u32, u32, u32)>,
 ) -> Result<(), Finding> {
     const NONE: u32 = u32::MAX;
     // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
     const NO_SRC: u32 = FROM_NOBODY;
     let t = b.node_txn[node as usize - 1];
-    // (key, last own write op, external source, first external read op)
-    let mut scratch: Vec<(u32, u32, u32, u32)> = Vec::new();
     for o in h.ops(t) {
         let k = h.op_key[o];
-        let slot = match scratch.iter().position(|s| s.0 == k) {
-            Some(p) => p,
-            None => {
-                scratch.push((k, NONE, NO_SRC, NONE));
-                scratch.len() - 1
-            }
+        let slot = if ks.stamp[k as usize] == node {
+            ks.slot[k as usize] as usize
+        } else {
+            ks.stamp[k as usize] = node;
+            ks.slot[k as usize] = scratch.len() as u32;
+            scratch.push((k, NONE, NO_SRC, NONE));
+            scratch.len() - 1
         };
         if h.op_kind[o] == OpKind::Write {
             scratch[slot].1 = o as u32;
@@ -312,7 +373,7 @@ fn txn_facts(
                 }
                 continue;
             }
-            src = viable_writer(h, r, inc, t, op, f)?;
+            src = viable_writer(h, r, inc, t, op, f, ks)?;
         } else if src != FROM_INIT {
             let w = r.op_txn[src as usize];
             if w == t {
@@ -321,7 +382,7 @@ fn txn_facts(
             if !inc[w as usize] {
                 return Err(Finding::AbortedRead { op });
             }
-            if overwritten(h, w, src) {
+            if ks.overwritten(src) {
                 return Err(Finding::IntermediateRead { op });
             }
         }
@@ -338,7 +399,7 @@ fn txn_facts(
         scratch[slot].2 = src;
         scratch[slot].3 = op;
     }
-    for &(k, own, src, _) in &scratch {
+    for &(k, own, src, _) in scratch.iter() {
         let src_node = match src {
             NO_SRC | FROM_AMBIGUOUS => None,
             FROM_INIT => Some(INIT),
@@ -358,7 +419,13 @@ fn txn_facts(
         }
         if let Some(w) = src_node {
             f.reads.push((k, w, node));
-            if w != INIT {
+            // One write→read edge per (writer, reader) pair is enough for the graph; the fence
+            // key's are kept apart, as they may be left out (see `forget_key`).
+            let fence = h.fence_key == Some(k);
+            if w != INIT && (fence || ks.wr_stamp[w as usize] != node) {
+                if !fence {
+                    ks.wr_stamp[w as usize] = node;
+                }
                 b.edges.push((w, node));
                 b.labels.push(Label::fact(EdgeKind::Wr, k));
             }
@@ -383,14 +450,6 @@ fn open_choice(f: &mut Facts, k: u32) -> &mut Choice {
         .expect("opened by the transaction's first read of the key")
 }
 
-/// Whether write `w_op` of transaction `w` is overwritten by `w` itself (an intermediate version).
-fn overwritten(h: &History, w: TxnId, w_op: u32) -> bool {
-    let k = h.op_key[w_op as usize];
-    h.ops(w)
-        .filter(|&x| x > w_op as usize)
-        .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
-}
-
 /// The candidates of ambiguous read `op` of transaction `t` that could be its writer: the
 /// initial state, or a final write of a transaction that takes part and is not `t`. With one
 /// left, that is the read's source (recorded in `f.resolved`); with more, a [`Choice`] is
@@ -402,6 +461,7 @@ fn viable_writer(
     t: TxnId,
     op: u32,
     f: &mut Facts,
+    ks: &KeySlots,
 ) -> Result<u32, Finding> {
     let cands = r.candidates(op);
     let mut ok: Vec<u32> = Vec::with_capacity(cands.len());
@@ -416,7 +476,7 @@ fn viable_writer(
             NoWriter::Own
         } else if !inc[w as usize] {
             NoWriter::NotCommitted
-        } else if overwritten(h, w, c) {
+        } else if ks.overwritten(c) {
             NoWriter::Overwritten
         } else {
             ok.push(c);
