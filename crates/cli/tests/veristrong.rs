@@ -55,6 +55,7 @@ fn veristrong_histories_get_veristrongs_verdicts() {
         let what = krait_verify::verify(&h, &v).unwrap_or_else(|p| panic!("{name}: {p}"));
         eprintln!("{name}: {what}");
     }
+    eprintln!("{with_duplicates} of them write a value more than once");
     // The point of this benchmark: values written more than once.
     assert!(with_duplicates > 50, "{with_duplicates}");
 }
