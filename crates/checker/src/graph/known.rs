@@ -198,7 +198,7 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    f.reads.sort_unstable();
+    sort_by_key_then_rest(&mut f.reads, h.num_keys());
     // A list read and the read of its last element may state the same read.
     f.reads.dedup();
     f.writes.sort_unstable();
@@ -258,6 +258,32 @@ fn session_order(h: &History, b: &mut Built) {
 /// an external read must name a committed writer's final version and be the same every time;
 /// write→read edges go into the known graph. A read whose value several writes wrote keeps the
 /// candidates that could be its writer; with one left it is an ordinary read.
+/// Sorts (key, writer, reader) facts: bucketed by key first (keys are dense ids), then each
+/// key's few facts sorted, instead of one comparison sort over a million reads.
+fn sort_by_key_then_rest(v: &mut Vec<(u32, Node, Node)>, num_keys: usize) {
+    if v.len() < 1 << 14 || num_keys == 0 {
+        v.sort_unstable();
+        return;
+    }
+    let mut start = vec![0u32; num_keys + 1];
+    for r in v.iter() {
+        start[r.0 as usize + 1] += 1;
+    }
+    for i in 0..num_keys {
+        start[i + 1] += start[i];
+    }
+    let mut out = vec![(0, 0, 0); v.len()];
+    let mut fill = start.clone();
+    for &r in v.iter() {
+        out[fill[r.0 as usize] as usize] = r;
+        fill[r.0 as usize] += 1;
+    }
+    for k in 0..num_keys {
+        out[start[k] as usize..start[k + 1] as usize].sort_unstable();
+    }
+    *v = out;
+}
+
 /// What the per-transaction pass reuses: which writes are final in their transaction (one pass
 /// over all ops, so no read scans its writer's ops again), and a slot per key stamped with the
 /// transaction using it (so a transaction of many ops finds its key's slot at once).
