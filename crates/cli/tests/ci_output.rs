@@ -138,3 +138,53 @@ fn every_flag_has_help() {
     }
     assert!(bare.is_empty(), "options without help: {bare:#?}");
 }
+
+/// `krait run --check` takes the check flags: with --json, stdout is the verdict's JSON alone
+/// (the run's figures go to stderr), and --junit and --order work as for `krait check`.
+#[test]
+fn run_check_takes_the_check_flags() {
+    let dir = tmp("run");
+    let junit = tmp("run-junit.xml");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = krait()
+        .args([
+            "run",
+            "--workload",
+            "write-skew",
+            "--clients",
+            "4",
+            "--txns",
+            "200",
+        ])
+        .args([
+            "--store",
+            &format!("sqlite:{}", tmp("run.sqlite").display()),
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .args(["--check", "--json", "--order", "--junit"])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(v["verdict"], "ACCEPT");
+    // Every committed transaction is in the serial order.
+    let committed = v["history"]["committed"].as_u64().unwrap() as usize;
+    assert!(committed > 0);
+    assert_eq!(v["order"].as_array().map(Vec::len), Some(committed), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("txn/s"));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("failures=\"0\""));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&junit);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", tmp("run.sqlite").display()));
+    }
+}

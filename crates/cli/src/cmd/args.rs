@@ -19,6 +19,21 @@ pub struct CheckArgs {
     /// file), e.g. --format edn.
     #[arg(long)]
     pub(crate) format: Option<Format>,
+    #[command(flatten)]
+    pub(crate) flags: CheckFlags,
+}
+
+impl std::ops::Deref for CheckArgs {
+    type Target = CheckFlags;
+    fn deref(&self) -> &CheckFlags {
+        &self.flags
+    }
+}
+
+/// How to check and what to print, apart from which history: `check`'s flags, which `run
+/// --check` takes too.
+#[derive(Args, Clone)]
+pub struct CheckFlags {
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
     pub(crate) json: bool,
@@ -87,6 +102,34 @@ pub struct CheckArgs {
     pub(crate) no_fold: bool,
 }
 
+impl Default for CheckFlags {
+    /// Every flag at its command-line default.
+    fn default() -> CheckFlags {
+        CheckFlags {
+            json: false,
+            strict: false,
+            clock_drift: Duration::from_millis(100),
+            no_combine: false,
+            no_coalesce: false,
+            no_prune: false,
+            prune_rounds: 64,
+            no_order_phase: false,
+            no_theory_propagation: false,
+            solver: SolverArg::Cdcl,
+            timeout: 600.0,
+            timings: false,
+            order: false,
+            dot: None,
+            junit: None,
+            rss: false,
+            round_size: None,
+            no_gc: false,
+            no_carry_reduction: false,
+            no_fold: false,
+        }
+    }
+}
+
 // Which engine decides the constraints left after pruning.
 /// `--solver`: which engine decides what pruning leaves (`cdcl`, or `brute-force` for
 /// comparison).
@@ -111,31 +154,22 @@ impl CheckArgs {
     pub fn wants_json(&self) -> bool {
         self.json
     }
-    /// `krait check PATH --timings` with every other default (after `krait run --check`).
+    /// `krait check PATH --timings` with every other default (the demo's check).
     pub(crate) fn defaults(path: PathBuf) -> CheckArgs {
+        CheckArgs::of_run(
+            path,
+            CheckFlags {
+                timings: true,
+                ..CheckFlags::default()
+            },
+        )
+    }
+    /// `krait check PATH` on the JSON Lines logs `krait run` wrote, with its check flags.
+    pub(crate) fn of_run(path: PathBuf, flags: CheckFlags) -> CheckArgs {
         CheckArgs {
             path,
             format: Some(Format::Jsonl),
-            json: false,
-            strict: false,
-            clock_drift: Duration::from_millis(100),
-            no_combine: false,
-            no_coalesce: false,
-            no_prune: false,
-            prune_rounds: 64,
-            no_order_phase: false,
-            no_theory_propagation: false,
-            solver: SolverArg::Cdcl,
-            timeout: 600.0,
-            timings: true,
-            order: false,
-            dot: None,
-            junit: None,
-            rss: false,
-            round_size: None,
-            no_gc: false,
-            no_carry_reduction: false,
-            no_fold: false,
+            flags,
         }
     }
 

@@ -89,6 +89,10 @@ fn on_sqlite(txns: usize, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         seed: 7,
         check: true,
         force: false,
+        check_flags: crate::cmd::args::CheckFlags {
+            timings: true,
+            ..Default::default()
+        },
     });
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));

@@ -39,9 +39,11 @@ pub struct RunArgs {
     pub(crate) fsync: bool,
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
-    /// Check the recorded history when the run ends.
+    /// Check the recorded history when the run ends (with the check flags below).
     #[arg(long)]
     pub(crate) check: bool,
+    #[command(flatten)]
+    pub(crate) check_flags: crate::cmd::args::CheckFlags,
     /// Replace the session logs an earlier run left in --out (refused otherwise).
     #[arg(long)]
     pub(crate) force: bool,
@@ -108,27 +110,38 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(exit::RUN_FAILED));
         }
     };
-    print_report(&report);
+    let mut text = report_text(&report);
+    if !a.no_record {
+        text += &format!(
+            "history: {} ({} bytes, {:.0} bytes per 1,000 transactions)\n",
+            a.out.display(),
+            report.history_bytes,
+            report.bytes_per_1000()
+        );
+    }
+    // With --check --json, stdout is the verdict's JSON alone: the run's figures go to stderr.
+    let json_out = a.check && a.check_flags.json;
+    if json_out {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
     if a.no_record {
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "history: {} ({} bytes, {:.0} bytes per 1,000 transactions)",
-        a.out.display(),
-        report.history_bytes,
-        report.bytes_per_1000()
-    );
     if a.check {
-        println!();
-        return check::run(&CheckArgs::defaults(a.out));
+        if !json_out {
+            println!();
+        }
+        return check::run(&CheckArgs::of_run(a.out, a.check_flags));
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Throughput, outcomes and latency percentiles of a finished run.
-fn print_report(report: &RunReport) {
-    println!(
-        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown, {} reconnects",
+fn report_text(report: &RunReport) -> String {
+    let mut out = format!(
+        "{} transactions in {:.2} s: {:.0} txn/s; {} committed, {} aborted, {} unknown, {} reconnects\n",
         report.latencies.len(),
         report.wall.as_secs_f64(),
         report.throughput(),
@@ -137,13 +150,14 @@ fn print_report(report: &RunReport) {
         report.unknown,
         report.reconnects
     );
-    println!(
-        "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}",
+    out += &format!(
+        "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}\n",
         ms(report.percentile(0.5)),
         ms(report.percentile(0.9)),
         ms(report.percentile(0.99))
     );
     if let Some(why) = report.abort_examples.first() {
-        println!("an abort: {why}");
+        out += &format!("an abort: {why}\n");
     }
+    out
 }
