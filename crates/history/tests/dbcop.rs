@@ -177,6 +177,7 @@ fn dbcop_json_malformed_events_name_line_and_problem() {
     let text = "[[{\"events\": [[\"w\", 1, 1], [\"w\", 2, 0]], \"committed\": true}],\n [{\"events\": [[\"w\", 1, 1], [\"r\", 1, 1], [\"r\", 2, 0]], \"committed\": true}]]";
     let l = both(text.as_bytes(), |r| read_dbcop_json(r, &p("h.json"))).unwrap();
     assert!(l.history.has_duplicates());
+    assert_eq!(krait_history::summarize(&l.history).repeated_writes, 1);
     assert_eq!(l.history.init_value, Some(0));
     assert_eq!(
         render(&l.history),

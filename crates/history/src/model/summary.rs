@@ -20,6 +20,9 @@ pub struct Summary {
     pub reads: usize,
     /// Writes.
     pub writes: usize,
+    /// Writes of a (key, value) an earlier write already wrote: reads of those values may have
+    /// several candidate writers.
+    pub repeated_writes: usize,
     /// Distinct keys.
     pub keys: usize,
     /// Reads of the initial state.
@@ -59,5 +62,6 @@ pub fn summarize(h: &History) -> Summary {
         .filter(|&t| h.is_fence(t))
         .count();
     s.timestamps = h.has_timestamps();
+    s.repeated_writes = h.dup_writes.values().map(Vec::len).sum();
     s
 }
