@@ -158,29 +158,20 @@ fn ten_thousand_histories_with_repeated_values_every_switch_combination() {
 
 #[test]
 fn larger_histories_with_repeated_values() {
+    let ordered = |o: Options| Options {
+        want_order: true,
+        ..o
+    };
     let sets = vec![
-        ("default".to_string(), Options::default()),
+        ("default".to_string(), ordered(Options::default())),
         (
             "no pruning".to_string(),
-            Options {
+            ordered(Options {
                 prune: false,
-                want_order: true,
                 ..Options::default()
-            },
+            }),
         ),
     ];
-    let sets: Vec<_> = sets
-        .into_iter()
-        .map(|(n, o)| {
-            (
-                n,
-                Options {
-                    want_order: true,
-                    ..o
-                },
-            )
-        })
-        .collect();
     run(400, 0xd0b1_e5ee_d000_0002, 14, &sets);
 }
 

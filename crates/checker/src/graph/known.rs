@@ -254,10 +254,6 @@ fn session_order(h: &History, b: &mut Built) {
     b.num_chains = num_chains;
 }
 
-/// One transaction's reads and writes, key by key: its own reads must see its own latest write,
-/// an external read must name a committed writer's final version and be the same every time;
-/// write→read edges go into the known graph. A read whose value several writes wrote keeps the
-/// candidates that could be its writer; with one left it is an ordinary read.
 /// Sorts (key, writer, reader) facts: bucketed by key first (keys are dense ids), then each
 /// key's few facts sorted, instead of one comparison sort over a million reads.
 fn sort_by_key_then_rest(v: &mut Vec<(u32, Node, Node)>, num_keys: usize) {
@@ -325,6 +321,10 @@ impl KeySlots {
     }
 }
 
+/// One transaction's reads and writes, key by key: its own reads must see its own latest write,
+/// an external read must name a committed writer's final version and be the same every time;
+/// write→read edges go into the known graph. A read whose value several writes wrote keeps the
+/// candidates that could be its writer; with one left it is an ordinary read.
 fn txn_facts(
     h: &History,
     r: &Resolution,
@@ -334,29 +334,13 @@ fn txn_facts(
     f: &mut Facts,
     ks: &mut KeySlots,
 ) -> Result<(), Finding> {
-    let mut scratch = std::mem::take(&mut ks.scratch);
-    scratch.clear();
-    let res = txn_ops(h, r, inc, b, node, f, ks, &mut scratch);
-    ks.scratch = scratch;
-    res
-}
-
-/// The body of [`txn_facts`], with the transaction's key slots in `scratch`.
-#[allow(clippy::too_many_arguments)]
-fn txn_ops(
-    h: &History,
-    r: &Resolution,
-    inc: &[bool],
-    b: &mut Built,
-    node: Node,
-    f: &mut Facts,
-    ks: &mut KeySlots,
-    scratch: &mut Vec<(u32, u32, u32, u32)>,
-) -> Result<(), Finding> {
     const NONE: u32 = u32::MAX;
     // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
     const NO_SRC: u32 = FROM_NOBODY;
     let t = b.node_txn[node as usize - 1];
+    // Reused across transactions; a finding ends the build, so one lost on `?` costs nothing.
+    let mut scratch = std::mem::take(&mut ks.scratch);
+    scratch.clear();
     for o in h.ops(t) {
         let k = h.op_key[o];
         let slot = if ks.stamp[k as usize] == node {
@@ -425,7 +409,7 @@ fn txn_ops(
         scratch[slot].2 = src;
         scratch[slot].3 = op;
     }
-    for &(k, own, src, _) in scratch.iter() {
+    for &(k, own, src, _) in &scratch {
         let src_node = match src {
             NO_SRC | FROM_AMBIGUOUS => None,
             FROM_INIT => Some(INIT),
@@ -463,6 +447,7 @@ fn txn_ops(
             }
         }
     }
+    ks.scratch = scratch;
     Ok(())
 }
 

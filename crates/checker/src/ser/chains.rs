@@ -223,32 +223,13 @@ fn explicit_constraints<'a>(
                 if j < i {
                     continue;
                 }
-                let s = b.cedges.len() as u32;
-                b.cedges.extend(set(i, j));
-                let m = b.cedges.len() as u32;
-                b.cedges.extend(set(j, i));
-                let e = b.cedges.len() as u32;
-                b.constraints.push(Constraint {
-                    key: k,
-                    a: (hi, ti),
-                    b: (hj, tj),
-                    first: (s, m),
-                    second: (m, e),
-                });
+                b.add_constraint(k, (hi, ti), (hj, tj), set(i, j), set(j, i));
             } else {
                 // For each edge of "i before j": that edge, or j precedes all of i. With no reader
                 // of i's tail to speak for it, the edge is i's tail → j's head.
-                for (u, v, l) in set(i, j) {
-                    let s = b.cedges.len() as u32;
-                    b.cedges.push((u, v, l));
-                    b.cedges.push((tj, hi, Label::fact(EdgeKind::Ww, k)));
-                    b.constraints.push(Constraint {
-                        key: k,
-                        a: (hi, ti),
-                        b: (hj, tj),
-                        first: (s, s + 1),
-                        second: (s + 1, s + 2),
-                    });
+                for e in set(i, j) {
+                    let back = (tj, hi, Label::fact(EdgeKind::Ww, k));
+                    b.add_constraint(k, (hi, ti), (hj, tj), [e], [back]);
                 }
             }
         }
@@ -308,25 +289,45 @@ impl Built {
                 out
             })
             .collect();
-        for (&(k, _, _), ps) in self.chain_keys.iter().zip(pairs) {
+        let keys = std::mem::take(&mut self.chain_keys);
+        for (&(k, _, _), ps) in keys.iter().zip(pairs) {
             for (i, j) in ps {
                 let (ci, cj) = (self.chain_recs[i as usize], self.chain_recs[j as usize]);
-                let s = self.cedges.len() as u32;
-                self.cedges
-                    .push((ci.gate, cj.head, Label::fact(ci.gate_kind, k)));
-                self.cedges
-                    .push((cj.gate, ci.head, Label::fact(cj.gate_kind, k)));
-                self.constraints.push(Constraint {
-                    key: k,
-                    a: (ci.head, ci.tail),
-                    b: (cj.head, cj.tail),
-                    first: (s, s + 1),
-                    second: (s + 1, s + 2),
-                });
+                self.add_constraint(
+                    k,
+                    (ci.head, ci.tail),
+                    (cj.head, cj.tail),
+                    [(ci.gate, cj.head, Label::fact(ci.gate_kind, k))],
+                    [(cj.gate, ci.head, Label::fact(cj.gate_kind, k))],
+                );
             }
         }
-        self.chain_keys.clear();
         self.chain_recs = Vec::new();
+    }
+
+    /// Adds the constraint that orders chain `a` (head, tail) and chain `b` on key `k`: exactly
+    /// one of the edge sets `first` (a before b) and `second` holds. Returns its index.
+    pub(super) fn add_constraint(
+        &mut self,
+        k: u32,
+        a: (Node, Node),
+        b: (Node, Node),
+        first: impl IntoIterator<Item = (Node, Node, Label)>,
+        second: impl IntoIterator<Item = (Node, Node, Label)>,
+    ) -> u32 {
+        let s = self.cedges.len() as u32;
+        self.cedges.extend(first);
+        let m = self.cedges.len() as u32;
+        self.cedges.extend(second);
+        let e = self.cedges.len() as u32;
+        self.constraints.push(Constraint {
+            key: k,
+            a,
+            b,
+            first: (s, m),
+            second: (m, e),
+        });
+        self.constraints.len() as u32 - 1
     }
 
     /// How many pairs [`Self::pair_chains`] would consider.

@@ -10,8 +10,8 @@
 //! known edges (or vanish); the rest go to the solver.
 
 use crate::graph::{
-    cand_state, pair_state, Built, Choice, CondEdge, Constraint, EdgeKind, Known, Label, Node,
-    ReachCtx, RuledOut, INIT, NO_PAIR,
+    cand_state, pair_state, Built, Choice, CondEdge, EdgeKind, Known, Label, Node, ReachCtx,
+    RuledOut, INIT, NO_PAIR,
 };
 
 /// A key with choices, as built: its writers and, per writer, where the edges of "this version
@@ -192,20 +192,9 @@ fn pair_writers(
                 }
             }
             all = false;
-            let s = b.cedges.len() as u32;
-            b.cedges.extend(side(i, j));
-            let m = b.cedges.len() as u32;
-            b.cedges.extend(side(j, i));
-            let e = b.cedges.len() as u32;
-            pairs.insert((i, j), b.constraints.len() as u32);
             let (wi, wj) = (d.writers[i as usize], d.writers[j as usize]);
-            b.constraints.push(Constraint {
-                key: k,
-                a: (wi, wi),
-                b: (wj, wj),
-                first: (s, m),
-                second: (m, e),
-            });
+            let c = b.add_constraint(k, (wi, wi), (wj, wj), side(i, j), side(j, i));
+            pairs.insert((i, j), c);
         }
         all_after[x] = all && reach.is_some();
     }
