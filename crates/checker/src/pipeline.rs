@@ -165,7 +165,7 @@ fn run_once(
     }
     stats.txns_checked = b.node_txn.len();
     stats.unknown_outcome_excluded = b.excluded_unknown;
-    stats.constraints = b.constraints.len() + b.chain_pairs();
+    stats.constraints = b.constraints.len() + b.chain_pairs() + b.dup_pairs();
     stats.ambiguous_reads = b.choices.len();
     timings.graph = t1.elapsed();
 

@@ -309,6 +309,17 @@ fn relevant_writers(
     Ok(out)
 }
 
+impl Built {
+    /// How many writer pairs the pending keys would pair (before pruning says which need no
+    /// constraint), for the count of constraints before pruning.
+    pub fn dup_pairs(&self) -> usize {
+        self.dup_pending
+            .iter()
+            .map(|d| d.writers.len() * d.writers.len().saturating_sub(1) / 2)
+            .sum()
+    }
+}
+
 fn cond(
     u: Node,
     v: Node,
