@@ -41,12 +41,12 @@ mod ser;
 mod stats;
 
 pub use cert::{
-    classify, Anomaly, CertCase, CertConstraint, CertEdge, CertOption, CertTxn, Certificate,
-    Deduction,
+    classify, classify_si, Anomaly, CertCase, CertConstraint, CertEdge, CertOption, CertTxn,
+    Certificate, Deduction,
 };
 pub use graph::EdgeKind;
 pub use krait_solver::Budget;
-pub use options::{Options, SolverKind};
+pub use options::{Level, Options, SolverKind};
 pub use report::{CheckError, MatchedRead, Report, Verdict};
 pub use stats::{CheckStats, Timings};
 

@@ -15,9 +15,36 @@ pub enum SolverKind {
     BruteForce,
 }
 
+/// The isolation level a check decides; `Options::strict` adds real time to either.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Some serial order explains every read (Adya's PL-3: no cycle of dependencies).
+    #[default]
+    Serializable,
+    /// Snapshot isolation (Adya's G-SI): some version order leaves every dependency cycle with
+    /// two anti-dependencies in a row; each transaction reads one snapshot and no two
+    /// concurrent transactions write one key.
+    SnapshotIsolation,
+}
+
+impl Level {
+    /// The level's name, with real time when `strict` (as reports and `--json` print it).
+    pub fn name(self, strict: bool) -> &'static str {
+        match (self, strict) {
+            (Level::Serializable, false) => "serializable",
+            (Level::Serializable, true) => "strict-serializable",
+            (Level::SnapshotIsolation, false) => "snapshot-isolation",
+            (Level::SnapshotIsolation, true) => "strict-snapshot-isolation",
+        }
+    }
+}
+
 /// Switches. All techniques on by default; each can be turned off and the verdict stays exact.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// The level to check.
+    pub level: Level,
     /// Glue read-modify-writes into chains (§3.1 of the paper).
     pub combine: bool,
     /// One constraint per pair of chains instead of one per (reader, writer) (§3.2).
@@ -49,6 +76,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            level: Level::Serializable,
             combine: true,
             coalesce: true,
             prune: true,

@@ -1,8 +1,10 @@
 //! One check, phase by phase: resolve each read's writer → build the known graph (or a finding)
 //! → real-time edges under `strict` → facts carried from earlier online rounds → the level's
-//! decision (today serializability: `ser`) → a certificate in words for a REJECT.
+//! decision → a certificate in words for a REJECT.
 //!
-//! A new isolation level adds its module beside `ser` and one arm where the decision is made.
+//! Serializability and snapshot isolation share one decision (`ser`): snapshot isolation is
+//! decided over a graph whose transactions are split into snapshot and commit (`graph::split`),
+//! which `graph::build` lays out. A level of another kind adds its module and its arms here.
 
 use crate::graph::{self, Built, EdgeKind, Label, Node};
 use crate::report::MatchedRead;
@@ -12,17 +14,19 @@ use krait_history::{History, Resolution, TxnId, FROM_INIT};
 use std::borrow::Cow;
 use std::time::Instant;
 
-/// The isolation levels a check can decide, each a module with its own constraints and
-/// decision over the known graph; adding one adds a variant, its module, and its arms here.
-/// Strict serializability is serializability over a graph with real-time edges.
+/// How a level is decided, each a module with its own constraints and decision over the known
+/// graph. Strict levels are the same decision over a graph with real-time edges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level {
-    Serializable,
+enum Decision {
+    /// Version-order constraints over the (split, for snapshot isolation) graph: `ser`.
+    Polygraph,
 }
 
-impl Level {
-    fn of(_opts: &Options) -> Level {
-        Level::Serializable
+impl Decision {
+    fn of(opts: &Options) -> Decision {
+        match opts.level {
+            crate::Level::Serializable | crate::Level::SnapshotIsolation => Decision::Polygraph,
+        }
     }
 }
 
@@ -72,7 +76,12 @@ pub(crate) fn run(
             "no serial order without the {} transactions of unknown outcome some read's value could come from, and too many to try each set of them as committed",
             maybe.len()
         );
-        let (report, _) = ended(Verdict::Unknown { reason }, first.0.stats, first.0.timings);
+        let (report, _) = ended(
+            opts,
+            Verdict::Unknown { reason },
+            first.0.stats,
+            first.0.timings,
+        );
         return Ok((report, None));
     }
     let mut unknown = None;
@@ -137,7 +146,7 @@ fn run_once(
     let t1 = Instant::now();
     let mut committed_unknown = carried.map_or(Vec::new(), |c| c.committed_unknown.clone());
     committed_unknown.extend_from_slice(also_committed);
-    let level = Level::of(&opts);
+    let level = Decision::of(&opts);
     let mut b = match graph::build(h, &r, &opts, &committed_unknown) {
         Ok((mut b, mut facts)) => {
             // Ambiguous reads only one candidate could explain name their writer from here on.
@@ -145,7 +154,7 @@ fn run_once(
                 r.read_from[op as usize] = w;
             }
             match level {
-                Level::Serializable => ser::add_chains(&mut b, facts, &opts),
+                Decision::Polygraph => ser::add_chains(&mut b, facts, &opts),
             }
             b
         }
@@ -154,7 +163,12 @@ fn run_once(
             let t = Instant::now();
             let cert = cert::certify(h, &r, &finding);
             timings.certificate = t.elapsed();
-            return Ok(ended(Verdict::Reject(Box::new(cert)), stats, timings));
+            return Ok(ended(
+                &opts,
+                Verdict::Reject(Box::new(cert)),
+                stats,
+                timings,
+            ));
         }
     };
     if let Some(drift) = opts.strict {
@@ -170,7 +184,7 @@ fn run_once(
     timings.graph = t1.elapsed();
 
     let decided = match level {
-        Level::Serializable => ser::decide(&mut b, &opts, &mut stats, &mut timings),
+        Decision::Polygraph => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
     stats.ambiguous_after_prune = b.choices.iter().filter(|c| c.num_alive() > 1).count();
     stats.conditional_edges = b.cond.len();
@@ -184,6 +198,7 @@ fn run_once(
     }
     let t = Instant::now();
     let verdict = |cert: crate::Certificate| Verdict::Reject(Box::new(cert));
+    let mut snapshots = Vec::new();
     let (verdict, order, matched, fin) = match decided {
         // Only the fence key broke: that is the violation to report.
         Decided::Accept { .. } | Decided::Unknown(_) if b.deferred.is_some() => {
@@ -196,7 +211,8 @@ fn run_once(
             picks,
         } => {
             let (order, matched) = if opts.want_order {
-                let order = ser::serial_order(h, &b, &remaining, &chosen, &picks);
+                let (order, snaps) = ser::serial_order(h, &b, &remaining, &chosen, &picks);
+                snapshots = snaps;
                 (Some(order), matched_reads(h, &r, &b, &picks))
             } else {
                 (None, Vec::new())
@@ -230,10 +246,12 @@ fn run_once(
         timings.certificate = t.elapsed();
     }
     let report = Report {
+        level: opts.level.name(opts.strict.is_some()),
         verdict,
         stats,
         timings,
         order,
+        snapshots,
         matched,
     };
     Ok((report, fin))
@@ -286,9 +304,16 @@ fn add_carried(b: &mut Built, c: &Carried) {
 }
 
 /// A check that ends without an accepted graph (no serial order, nothing to collect).
-fn ended(verdict: Verdict, stats: CheckStats, timings: Timings) -> (Report, Option<Final>) {
+fn ended(
+    opts: &Options,
+    verdict: Verdict,
+    stats: CheckStats,
+    timings: Timings,
+) -> (Report, Option<Final>) {
     let report = Report {
+        level: opts.level.name(opts.strict.is_some()),
         verdict,
+        snapshots: Vec::new(),
         stats,
         timings,
         order: None,

@@ -40,13 +40,13 @@ pub fn add_edges(h: &History, b: &mut Built, drift: u64) -> Result<usize, CheckE
             b.labels.push(label);
         }
     }
-    for (i, &t) in b.node_txn.iter().enumerate() {
-        let start = h.txn_start[t as usize];
+    for i in 0..b.node_txn.len() {
+        let start = h.txn_start[b.node_txn[i] as usize];
         // Points whose time + drift < start are a prefix; link the last of them.
         let cnt = commits.partition_point(|&(c, _)| c.saturating_add(drift) < start);
         if cnt > 0 {
-            b.edges.push((first_point + cnt as Node - 1, i as Node + 1));
-            b.labels.push(label);
+            // Into the snapshot under snapshot isolation: real time orders commit before start.
+            b.push_edge(first_point + cnt as Node - 1, i as Node + 1, label);
         }
     }
     b.chain_of.resize(b.num_nodes, (u32::MAX, 0));

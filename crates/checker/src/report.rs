@@ -41,6 +41,9 @@ impl Verdict {
 /// Everything one check says.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The level checked: serializable, strict-serializable, snapshot-isolation or
+    /// strict-snapshot-isolation.
+    pub level: &'static str,
     /// ACCEPT, REJECT with a certificate, or UNKNOWN.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -48,9 +51,14 @@ pub struct Report {
     pub stats: CheckStats,
     /// Time per phase.
     pub timings: Timings,
-    /// A serial order of the transactions (external ids), on ACCEPT when asked for.
+    /// A serial order of the transactions (external ids), on ACCEPT when asked for; under
+    /// snapshot isolation, their commit order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<Vec<u64>>,
+    /// Under snapshot isolation, with the order: for each transaction in it, how many of the
+    /// transactions before it its snapshot holds (it saw their writes, and no later ones').
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<u32>,
     /// With the serial order, for each read whose value several writes wrote: the write it was
     /// matched to (empty when every read names its writer).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -122,15 +122,45 @@ fn certificate_text(c: &Certificate) -> String {
     out
 }
 
+/// A level's name (as the report gives it) as an adjective: "strictly serializable".
+pub fn level_words(level: &str) -> &'static str {
+    match level {
+        "strict-serializable" => "strictly serializable",
+        "snapshot-isolation" => "snapshot isolated",
+        "strict-snapshot-isolation" => "strictly snapshot isolated",
+        _ => "serializable",
+    }
+}
+
+/// The order an ACCEPT found, in words: a serial order, or under snapshot isolation the commit
+/// order with each transaction's snapshot (`T5@2`: its snapshot holds the first 2 before it).
+pub fn order_text(r: &Report) -> Option<String> {
+    let order = r.order.as_ref()?;
+    if r.snapshots.len() == order.len() {
+        let shown: Vec<String> = order
+            .iter()
+            .zip(&r.snapshots)
+            .map(|(t, s)| format!("T{t}@{s}"))
+            .collect();
+        Some(format!(
+            "commit order (T@n: its snapshot holds the first n transactions): {}",
+            shown.join(" ")
+        ))
+    } else {
+        let shown: Vec<String> = order.iter().map(|t| format!("T{t}")).collect();
+        Some(format!("serial order: {}", shown.join(" ")))
+    }
+}
+
 /// The whole report as text: verdict line, certificate, statistics.
 pub fn report_text(r: &Report, timings: bool) -> String {
     let mut out = String::new();
     match &r.verdict {
         Verdict::Accept => {
-            let _ = writeln!(out, "ACCEPT: the history is serializable");
+            let _ = writeln!(out, "ACCEPT: the history is {}", level_words(r.level));
         }
         Verdict::Reject(c) => {
-            let _ = writeln!(out, "REJECT: the history is not serializable");
+            let _ = writeln!(out, "REJECT: the history is not {}", level_words(r.level));
             out.push_str(&certificate_text(c));
         }
         Verdict::Unknown { reason } => {
@@ -275,6 +305,7 @@ pub fn certificate_dot(c: &Certificate) -> String {
             krait_checker::EdgeKind::Session => ("gray40", "dotted"),
             krait_checker::EdgeKind::RealTime => ("orange", "dotted"),
             krait_checker::EdgeKind::Carried => ("purple", "dashed"),
+            krait_checker::EdgeKind::Within => ("gray70", "dotted"),
         };
         let key = e
             .key

@@ -117,6 +117,20 @@ pub fn reason(f: &Facts, report: &Value) -> Result<String, Problem> {
             })
         }),
         "incompatible-order" => incompatible(f, &readers),
+        // Two transactions read one version of a key and both overwrote it: no version order
+        // puts either write after the other's without the later one missing the earlier.
+        "lost-update" => readers.iter().any(|&a| {
+            readers.iter().any(|&b| {
+                a < b
+                    && h.ops(a).any(|o| {
+                        let k = h.op_key[o];
+                        f.writes(a, k)
+                            && f.writes(b, k)
+                            && f.version_read(a, k)
+                                .is_some_and(|v| f.version_read(b, k) == Some(v))
+                    })
+            })
+        }),
         other => {
             return Err(Problem::Unsupported(format!(
                 "a {other} certificate (not derivable from the history by definition alone)"

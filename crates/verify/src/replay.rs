@@ -1,6 +1,9 @@
 //! An ACCEPT's serial order, replayed read by read: every committed transaction once, nothing
 //! aborted, each transaction after the commits logged before it in its session, and every read
-//! returning the key's latest version (a list read: every version so far, in order).
+//! returning the key's latest version (a list read: every version so far, in order). Under
+//! snapshot isolation the order is the commit order and each transaction's snapshot is a prefix
+//! of it: its reads return the latest version in that prefix (or its own write), and no
+//! transaction outside its snapshot and before it wrote a key it writes.
 
 use crate::facts::Facts;
 use crate::{invalid, txn_of, Problem};
@@ -8,7 +11,14 @@ use krait_history::{OpKind, TxnId, TxnStatus};
 use serde_json::Value;
 use std::collections::HashMap;
 
-pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
+/// The order's transactions, each placed once, none aborted, every committed one placed, and
+/// each after the commits logged before it in its session (under snapshot isolation, inside
+/// the snapshot: `snaps[i]` transactions before position i are in its snapshot).
+fn placements(
+    f: &Facts,
+    order: &[Value],
+    snaps: Option<&[usize]>,
+) -> Result<HashMap<TxnId, usize>, Problem> {
     let h = f.h;
     let mut placed: HashMap<TxnId, usize> = HashMap::new();
     for (i, v) in order.iter().enumerate() {
@@ -38,9 +48,10 @@ pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
         for t in h.session_range(s) {
             if let Some(&p) = placed.get(&t) {
                 if let Some((lp, lt)) = last_commit {
-                    if lp > p {
+                    let seen = snaps.map_or(p, |s| s[p]);
+                    if lp >= seen {
                         return invalid(format!(
-                            "{} is placed before {}, which committed before it in its session",
+                            "{} is placed (or takes its snapshot) before {}, which committed before it in its session",
                             h.display_txn(t),
                             h.display_txn(lt)
                         ));
@@ -52,6 +63,12 @@ pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
             }
         }
     }
+    Ok(placed)
+}
+
+pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
+    let h = f.h;
+    let placed = placements(f, order, None)?;
     let mut txns: Vec<(usize, TxnId)> = placed.iter().map(|(&t, &p)| (p, t)).collect();
     txns.sort_unstable();
     let mut state: Vec<Vec<u64>> = vec![Vec::new(); h.num_keys()];
@@ -95,4 +112,88 @@ pub fn replay(f: &Facts, order: &[Value]) -> Result<String, Problem> {
         "ACCEPT: the serial order of {} transactions replays all {reads} reads",
         placed.len()
     ))
+}
+
+/// Snapshot isolation: `order` is the commit order and `snaps[i]` how many transactions before
+/// position i its snapshot holds.
+pub fn replay_si(f: &Facts, order: &[Value], snaps: &[Value]) -> Result<String, Problem> {
+    let h = f.h;
+    if snaps.len() != order.len() {
+        return invalid(format!(
+            "{} snapshots for {} transactions",
+            snaps.len(),
+            order.len()
+        ));
+    }
+    let snaps: Vec<usize> = snaps
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match v.as_u64() {
+            Some(s) if s as usize <= i => Ok(s as usize),
+            _ => invalid(format!("snapshot {v} of position {i} is not before it")),
+        })
+        .collect::<Result<_, _>>()?;
+    let placed = placements(f, order, Some(&snaps))?;
+    let mut txns: Vec<(usize, TxnId)> = placed.iter().map(|(&t, &p)| (p, t)).collect();
+    txns.sort_unstable();
+    // Per key, its versions so far: (position of the writer, value).
+    let mut versions: Vec<Vec<(usize, u64)>> = vec![Vec::new(); h.num_keys()];
+    let mut reads = 0usize;
+    for (i, t) in txns {
+        let snap = snaps[i];
+        let name = h.display_txn(t);
+        let mut own: HashMap<usize, Vec<u64>> = HashMap::new();
+        for o in h.ops(t) {
+            let k = h.op_key[o] as usize;
+            let seen: Vec<u64> = versions[k]
+                .iter()
+                .take_while(|v| v.0 < snap)
+                .map(|v| v.1)
+                .chain(own.get(&k).into_iter().flatten().copied())
+                .collect();
+            let ok = match (h.op_kind[o], h.list_of(o as u32)) {
+                (OpKind::Write, _) => {
+                    own.entry(k).or_default().push(h.op_value[o]);
+                    continue;
+                }
+                (_, Some(list)) => seen == list,
+                (OpKind::Read, None) => match seen.last() {
+                    Some(&v) => v == h.op_value[o],
+                    None => h.init_value == Some(h.op_value[o]),
+                },
+                (OpKind::ReadInit, None) => seen.is_empty(),
+            };
+            reads += 1;
+            if !ok {
+                return invalid(format!(
+                    "{name}'s snapshot (the first {snap} in the commit order) does not hold the value it read of {}",
+                    h.keys[k]
+                ));
+            }
+        }
+        for (k, vs) in own {
+            if let Some(&(p, _)) = versions[k].last() {
+                if p >= snap {
+                    return invalid(format!(
+                        "{name} and {} both write {} and neither's snapshot holds the other",
+                        h.display_txn(txn_at(&placed, p)),
+                        h.keys[k]
+                    ));
+                }
+            }
+            versions[k].extend(vs.into_iter().map(|v| (i, v)));
+        }
+    }
+    Ok(format!(
+        "ACCEPT: the commit order of {} transactions with their snapshots replays all {reads} reads",
+        placed.len()
+    ))
+}
+
+fn txn_at(placed: &HashMap<TxnId, usize>, p: usize) -> TxnId {
+    placed
+        .iter()
+        .find(|&(_, &q)| q == p)
+        .map(|(&t, _)| t)
+        .expect("a placed position")
 }

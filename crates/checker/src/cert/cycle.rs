@@ -95,7 +95,11 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
     let x = Explainer { h, r, b };
     let d = Deducer::new(Explainer { h, r, b }, &csr);
     let cycle = x.path(&es, &|i| d.note(cyc[i]));
-    let anomaly = super::classify(&cycle);
+    let anomaly = if b.split {
+        super::classify_si(&cycle)
+    } else {
+        super::classify(&cycle)
+    };
     let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
     let summary = format!(
         "{}: cycle {} -> {}",

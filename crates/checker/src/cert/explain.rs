@@ -129,6 +129,26 @@ pub fn classify(cycle: &[CertEdge]) -> Anomaly {
     }
 }
 
+/// Classifies a cycle that snapshot isolation forbids (it never has two anti-dependencies in a
+/// row): without anti-dependencies as [`classify`] does; with one, G-SIb, or a lost update when
+/// the other edge is a write of the same key; with two around two reads, a long fork.
+pub fn classify_si(cycle: &[CertEdge]) -> Anomaly {
+    let rw = cycle.iter().filter(|e| e.kind == EdgeKind::Rw).count();
+    let wr = cycle.iter().filter(|e| e.kind == EdgeKind::Wr).count();
+    match rw {
+        0 => classify(cycle),
+        1 if cycle.len() == 2
+            && cycle.iter().any(|e| e.kind == EdgeKind::Ww)
+            && cycle[0].key == cycle[1].key =>
+        {
+            Anomaly::LostUpdate
+        }
+        1 => Anomaly::GSIb,
+        2 if wr == 2 && cycle.len() == 4 => Anomaly::LongFork,
+        _ => Anomaly::GSI,
+    }
+}
+
 /// Turns graph edges into words; gate nodes (the "after chain i" points) are folded away.
 pub(crate) struct Explainer<'a> {
     pub h: &'a History,
@@ -226,6 +246,7 @@ impl Explainer<'_> {
             EdgeKind::Carried => {
                 format!("{a} precedes {b} through transactions garbage-collected in earlier rounds")
             }
+            EdgeKind::Within => format!("{a} took its snapshot before it committed"),
         };
         CertEdge {
             from: a,
@@ -254,8 +275,12 @@ impl Explainer<'_> {
             .unwrap_or(0);
         while i < n {
             let (u, mut v, l) = edges[(start + i) % n];
-            let mut nt = note((start + i) % n);
             i += 1;
+            // Snapshot to commit of one transaction: the transaction itself, not a step.
+            if l.kind == EdgeKind::Within {
+                continue;
+            }
+            let mut nt = note((start + i - 1) % n);
             while v >= self.b.first_gate && i < n {
                 let (_, v2, _) = edges[(start + i) % n];
                 let n2 = note((start + i) % n);

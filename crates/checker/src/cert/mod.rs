@@ -12,7 +12,7 @@ mod reasons;
 
 pub(crate) use choices::no_writer_certificate;
 pub(crate) use cycle::{cycle_certificate, unsat_certificate};
-pub use explain::classify;
+pub use explain::{classify, classify_si};
 pub(crate) use explain::{describe_txn, Explainer};
 pub(crate) use reasons::{certify, stale_read};
 
@@ -49,6 +49,17 @@ pub enum Anomaly {
     /// G2-item, closed through real-time order.
     #[serde(rename = "G2-item-realtime")]
     G2ItemRealtime,
+    /// Snapshot isolation: a cycle with exactly one anti-dependency (Adya's G-SIb, missed
+    /// effects; read skew is the smallest).
+    #[serde(rename = "G-SIb")]
+    GSIb,
+    /// Snapshot isolation: two transactions each saw one of two independent writes and missed
+    /// the other (two anti-dependencies, not in a row).
+    #[serde(rename = "long-fork")]
+    LongFork,
+    /// Snapshot isolation: any other cycle whose anti-dependencies are never two in a row.
+    #[serde(rename = "G-SI")]
+    GSI,
     /// Two transactions read the same version and both overwrote it.
     #[serde(rename = "lost-update")]
     LostUpdate,
@@ -100,6 +111,11 @@ impl Anomaly {
             Anomaly::G2ItemRealtime => {
                 "G2-item-realtime (anti-dependency cycle through real-time order)"
             }
+            Anomaly::GSIb => "G-SIb (missed effects, e.g. read skew: one anti-dependency)",
+            Anomaly::LongFork => {
+                "long fork (two snapshots each missed one of two independent writes)"
+            }
+            Anomaly::GSI => "G-SI (a dependency cycle with no two anti-dependencies in a row)",
             Anomaly::LostUpdate => "lost update",
             Anomaly::NonRepeatableRead => "non-repeatable read",
             Anomaly::OwnWriteNotSeen => "own write not seen",

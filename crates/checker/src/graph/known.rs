@@ -35,8 +35,12 @@ pub struct ChainRec {
 }
 
 pub struct Built {
-    /// Nodes: INIT, then one per included transaction, then gate nodes.
+    /// Nodes: INIT, then one per included transaction (its commit), then under snapshot
+    /// isolation one per transaction for its snapshot (from `first_start`), then gate nodes.
     pub num_nodes: usize,
+    /// Whether transactions are split into snapshot and commit nodes (see `split`).
+    pub split: bool,
+    pub first_start: Node,
     /// Included transactions: node i+1 is `node_txn[i]`.
     pub node_txn: Vec<TxnId>,
     pub txn_node: Vec<Node>,
@@ -75,6 +79,8 @@ impl Built {
     pub fn txn_of(&self, n: Node) -> Option<TxnId> {
         if n == INIT || n >= self.first_gate {
             None
+        } else if n >= self.first_start {
+            Some(self.node_txn[(n - self.first_start) as usize])
         } else {
             Some(self.node_txn[n as usize - 1])
         }
@@ -165,6 +171,8 @@ pub fn build(
     let ntx = node_txn.len() + 1;
     let mut b = Built {
         num_nodes: ntx,
+        split: false,
+        first_start: ntx as Node,
         node_txn,
         txn_node,
         first_gate: ntx as Node,
@@ -184,7 +192,11 @@ pub fn build(
         dup_pending: Vec::new(),
         decided: Vec::new(),
     };
+    if opts.level == crate::Level::SnapshotIsolation {
+        b.split_nodes();
+    }
     session_order(h, &mut b);
+    b.split_chains();
     let mut f = Facts::default();
     let mut ks = KeySlots::new(h);
     for i in 0..b.node_txn.len() {
@@ -242,8 +254,7 @@ fn session_order(h: &History, b: &mut Built) {
                 pos += 1;
             }
             if let Some(p) = prev {
-                b.edges.push((p, n));
-                b.labels.push(Label::fact(EdgeKind::Session, NO_KEY));
+                b.push_edge(p, n, Label::fact(EdgeKind::Session, NO_KEY));
             }
             if !unknown {
                 prev = Some(n);
@@ -436,8 +447,7 @@ fn txn_facts(
                 if !fence {
                     ks.wr_stamp[w as usize] = node;
                 }
-                b.edges.push((w, node));
-                b.labels.push(Label::fact(EdgeKind::Wr, k));
+                b.push_edge(w, node, Label::fact(EdgeKind::Wr, k));
             }
         }
         if own != NONE {

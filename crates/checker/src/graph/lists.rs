@@ -81,8 +81,7 @@ pub(crate) fn lists(
                     f.reads.push((k, before, n));
                     f.rmws.push((k, before, n));
                     if before != INIT {
-                        b.edges.push((before, n));
-                        b.labels.push(Label::fact(EdgeKind::Ww, k));
+                        b.push_edge(before, n, Label::fact(EdgeKind::Ww, k));
                     }
                 }
             }

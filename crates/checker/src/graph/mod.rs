@@ -7,6 +7,7 @@ mod known;
 mod lists;
 mod paths;
 mod reach;
+mod split;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
 pub(crate) use known::{build, Built, ChainRec, Constraint, INIT};
@@ -34,6 +35,9 @@ pub enum EdgeKind {
     Rw,
     /// Online mode: an order known through transactions already garbage-collected.
     Carried,
+    /// Snapshot isolation: a transaction's snapshot precedes its commit (inside one
+    /// transaction; certificates show it as the transaction itself).
+    Within,
 }
 
 impl EdgeKind {
@@ -46,6 +50,7 @@ impl EdgeKind {
             EdgeKind::Ww => "ww",
             EdgeKind::Rw => "rw",
             EdgeKind::Carried => "carried",
+            EdgeKind::Within => "within",
         }
     }
 }

@@ -43,10 +43,12 @@ impl Online {
         } = self.round_history()?;
         if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
             self.verdict = Some(Report {
+                level: self.opts.check.level.name(self.opts.check.strict.is_some()),
                 verdict: Verdict::Reject(Box::new(cert)),
                 stats: Default::default(),
                 timings: Default::default(),
                 order: None,
+                snapshots: Vec::new(),
                 matched: Vec::new(),
             });
             return Ok(Some(RoundStats {

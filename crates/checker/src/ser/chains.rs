@@ -88,8 +88,7 @@ pub(super) fn chains_and_constraints(
             for i in 0..chain.len() - 1 {
                 for r in readers(chain[i]) {
                     if r.2 != chain[i + 1] {
-                        b.edges.push((r.2, chain[i + 1]));
-                        b.labels.push(Label::fact(EdgeKind::Rw, k));
+                        b.push_edge(r.2, chain[i + 1], Label::fact(EdgeKind::Rw, k));
                     }
                 }
             }
@@ -113,8 +112,7 @@ pub(super) fn chains_and_constraints(
                             b.num_nodes += 1;
                             b.gate_of.push((tail, k));
                             for r in rs {
-                                b.edges.push((r.2, g));
-                                b.labels.push(Label::fact(EdgeKind::Rw, k));
+                                b.push_edge(r.2, g, Label::fact(EdgeKind::Rw, k));
                             }
                             (g, EdgeKind::Rw)
                         }
@@ -126,13 +124,11 @@ pub(super) fn chains_and_constraints(
                 let tail = *chains[ic].last().unwrap();
                 for (j, c) in chains.iter().enumerate() {
                     if j != ic {
-                        b.edges.push((gates[ic].0, c[0]));
-                        b.labels.push(Label::fact(gates[ic].1, k));
+                        b.push_edge(gates[ic].0, c[0], Label::fact(gates[ic].1, k));
                         // The tail's own version precedes the head too: a cycle through it
                         // alone is a write cycle (G0), which the readers' edge would hide.
                         if gates[ic].1 == EdgeKind::Rw && tail != INIT {
-                            b.edges.push((tail, c[0]));
-                            b.labels.push(Label::fact(EdgeKind::Ww, k));
+                            b.push_edge(tail, c[0], Label::fact(EdgeKind::Ww, k));
                         }
                     }
                 }
@@ -181,13 +177,12 @@ fn explicit_constraints<'a>(
             let rs = readers(tail);
             let mut any = false;
             for r in rs.iter().filter(|r| r.2 != c[0]) {
-                b.edges.push((r.2, c[0]));
-                b.labels.push(Label::fact(EdgeKind::Rw, k));
+                b.push_edge(r.2, c[0], Label::fact(EdgeKind::Rw, k));
                 any = true;
             }
-            if !any && tail != INIT {
-                b.edges.push((tail, c[0]));
-                b.labels.push(Label::fact(EdgeKind::Ww, k));
+            // Under snapshot isolation the version order is an edge of its own (`graph::split`).
+            if (!any || b.split) && tail != INIT {
+                b.push_edge(tail, c[0], Label::fact(EdgeKind::Ww, k));
             }
         }
     }
@@ -306,7 +301,8 @@ impl Built {
     }
 
     /// Adds the constraint that orders chain `a` (head, tail) and chain `b` on key `k`: exactly
-    /// one of the edge sets `first` (a before b) and `second` holds. Returns its index.
+    /// one of the edge sets `first` (a before b) and `second` holds, given between transaction
+    /// (or gate) nodes and placed here (see `graph::split`). Returns its index.
     pub(super) fn add_constraint(
         &mut self,
         k: u32,
@@ -316,9 +312,20 @@ impl Built {
         second: impl IntoIterator<Item = (Node, Node, Label)>,
     ) -> u32 {
         let s = self.cedges.len() as u32;
-        self.cedges.extend(first);
+        // Unsplit, edges stand where they are given (no copy on this hot path).
+        if self.split {
+            let first = self.place_side(first, k, a.1, b.0);
+            self.cedges.extend(first);
+        } else {
+            self.cedges.extend(first);
+        }
         let m = self.cedges.len() as u32;
-        self.cedges.extend(second);
+        if self.split {
+            let second = self.place_side(second, k, b.1, a.0);
+            self.cedges.extend(second);
+        } else {
+            self.cedges.extend(second);
+        }
         let e = self.cedges.len() as u32;
         self.constraints.push(Constraint {
             key: k,

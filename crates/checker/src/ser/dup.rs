@@ -51,15 +51,13 @@ pub(super) fn add_key(
         .partition(|&r| is_writer(r));
     if let Some((g, _)) = gate(b, INIT, k, &init_plain) {
         for &w in writers {
-            b.edges.push((g, w));
-            b.labels.push(rw);
+            b.push_edge(g, w, rw);
         }
     }
     // A reader that writes the key itself is the first writer after the initial version.
     for &r in &init_rmw {
         for &w in writers.iter().filter(|&&w| w != r) {
-            b.edges.push((r, w));
-            b.labels.push(rw);
+            b.push_edge(r, w, rw);
         }
     }
     let sources = writers
@@ -102,8 +100,7 @@ fn gate(b: &mut Built, w: Node, k: u32, plain: &[Node]) -> Option<(Node, EdgeKin
             b.num_nodes += 1;
             b.gate_of.push((w, k));
             for &r in rs {
-                b.edges.push((r, g));
-                b.labels.push(Label::fact(EdgeKind::Rw, k));
+                b.push_edge(r, g, Label::fact(EdgeKind::Rw, k));
             }
             Some((g, EdgeKind::Rw))
         }
@@ -184,7 +181,9 @@ fn pair_writers(
         for y in x + 1..n {
             let (i, j) = (idx[x], idx[y]);
             if let Some((ctx, _)) = reach {
-                if side(i, j).iter().all(|&(u, v, _)| ctx.implied(u, v)) {
+                let (wi, wj) = (d.writers[i as usize], d.writers[j as usize]);
+                let placed = b.place_side(side(i, j), k, wi, wj);
+                if placed.iter().all(|&(u, v, _)| ctx.implied(u, v)) {
                     if all_after[y] {
                         break;
                     }
@@ -218,10 +217,11 @@ fn cond_edges(
     for (x, &w) in cands.iter().enumerate() {
         let cand = x as u32;
         // Candidates the known graph already rules out get no edges.
-        let ruled = if w != INIT && ctx.is_some_and(|cx| cx.reaches(reader, w)) {
+        let ruled = if w != INIT && ctx.is_some_and(|cx| cx.reaches(b.start(reader), w)) {
             Err(RuledOut::ReaderFirst)
         } else {
-            relevant_writers(d, w, reader, ctx, by_chain).map_err(|by| RuledOut::Overwritten { by })
+            relevant_writers(d, w, (reader, b.start(reader)), ctx, by_chain)
+                .map_err(|by| RuledOut::Overwritten { by })
         };
         let relevant = match ruled {
             Ok(r) => r,
@@ -234,7 +234,8 @@ fn cond_edges(
         };
         if w != INIT {
             let label = Label::fact(EdgeKind::Wr, k);
-            b.cond.push(cond(w, reader, label, ci, cand, NO_PAIR, true));
+            let (u, v) = b.ends(w, reader, EdgeKind::Wr);
+            b.cond.push(cond(u, v, label, ci, cand, NO_PAIR, true));
         }
         for j in relevant {
             let w2 = d.writers[j as usize];
@@ -251,7 +252,8 @@ fn cond_edges(
                     _ => continue,
                 },
             };
-            b.cond.push(cond(reader, w2, rw, ci, cand, pair, first));
+            let (u, v) = b.ends(reader, w2, EdgeKind::Rw);
+            b.cond.push(cond(u, v, rw, ci, cand, pair, first));
         }
     }
 }
@@ -260,11 +262,12 @@ fn cond_edges(
 /// (with the chain index; `by_chain`: the key's writers as (chain, position, index), sorted)
 /// those known to precede `w` or to follow the reader. Per session chain both are runs at its
 /// ends, found by binary search; and if a writer known to follow `w` is known to precede the
-/// reader, `w` cannot be what it read: that writer is the error.
+/// reader, `w` cannot be what it read: that writer is the error. The reader is given as its
+/// node and its snapshot node (the same under serializability), which is where its reads are.
 fn relevant_writers(
     d: &DupKey,
     w: Node,
-    reader: Node,
+    (reader, snap): (Node, Node),
     ctx: Option<&ReachCtx>,
     by_chain: Option<&[(u32, u32, u32)]>,
 ) -> Result<Vec<u32>, Node> {
@@ -283,7 +286,7 @@ fn relevant_writers(
         let run = &by_chain[s..e];
         s = e;
         // Followers of the reader: positions from the first the reader reaches.
-        let hi = run.partition_point(|t| t.1 < cr.first_reached(reader, ch));
+        let hi = run.partition_point(|t| t.1 < cr.first_reached(snap, ch));
         // Predecessors of the candidate: a prefix (an earlier node reaches what a later does).
         let lo = if w == INIT {
             0
@@ -300,7 +303,7 @@ fn relevant_writers(
             .iter()
             .find(|t| node(t) != reader && node(t) != w)
         {
-            if ctx.reaches(node(t), reader) {
+            if ctx.reaches(node(t), snap) {
                 return Err(node(t));
             }
         }
@@ -436,6 +439,7 @@ pub(super) fn settle(b: &mut Built) -> bool {
                 if e.pair != NO_PAIR {
                     l.constraint = e.pair;
                 }
+                // Placed when made.
                 b.edges.push((e.u, e.v));
                 b.labels.push(l);
                 added = true;

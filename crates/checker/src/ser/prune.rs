@@ -73,7 +73,17 @@ pub(super) fn prune(
         if !b.chain_keys.is_empty() {
             // A pair whose one order the known graph already implies needs no constraint.
             let before = b.constraints.len() as u32;
-            b.pair_chains(|x, y| ctx.implied(x.gate, y.head), Some(&topo_pos));
+            let pl = b.placer();
+            b.pair_chains(
+                |x, y| {
+                    let (u, v) = pl.ends(x.gate, y.head, x.gate_kind);
+                    ctx.implied(u, v)
+                        && pl
+                            .version_edge(x.tail, y.head)
+                            .is_none_or(|(t, h)| ctx.reaches(t, h))
+                },
+                Some(&topo_pos),
+            );
             remaining.extend(before..b.constraints.len() as u32);
         }
         if !b.dup_pending.is_empty() {
@@ -128,8 +138,10 @@ pub(super) fn prune(
             } else {
                 (c.a.1, c.b.0)
             };
+            // (Under snapshot isolation the option states it already: `graph::split`.)
             let extra = add
                 .iter()
+                .filter(|_| !b.split)
                 .any(|&(u, v, l)| l.kind == EdgeKind::Rw && v == head && u != tail)
                 .then(|| (tail, head, Label::fact(EdgeKind::Ww, c.key)));
             for (u, v, mut l) in add.into_iter().chain(extra) {

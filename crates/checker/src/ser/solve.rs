@@ -394,19 +394,31 @@ fn chosen_edges(b: &Built, remaining: &[u32], chosen: &[bool], picks: &[u32]) ->
     edges
 }
 
+/// A serial order of the transactions (external ids) from a satisfying choice; under snapshot
+/// isolation their commit order, with, per transaction, how many before it its snapshot holds.
 pub(crate) fn serial_order(
     h: &History,
     b: &Built,
     remaining: &[u32],
     chosen: &[bool],
     picks: &[u32],
-) -> Vec<u64> {
+) -> (Vec<u64>, Vec<u32>) {
     let edges = chosen_edges(b, remaining, chosen, picks);
     let csr = Csr::build(b.num_nodes, &edges, false);
     let order = graph::topo_order(b.num_nodes, &csr).expect("a satisfying choice is acyclic");
-    order
-        .into_iter()
-        .filter_map(|n| b.txn_of(n))
-        .map(|t| h.txn_ext[t as usize])
-        .collect()
+    let mut out = Vec::with_capacity(b.node_txn.len());
+    let mut snaps = Vec::new();
+    let mut seen_at = vec![0u32; if b.split { b.node_txn.len() } else { 0 }];
+    for n in order {
+        let Some(t) = b.txn_of(n) else { continue };
+        if b.is_start(n) {
+            seen_at[(n - b.first_start) as usize] = out.len() as u32;
+            continue;
+        }
+        if b.split {
+            snaps.push(seen_at[n as usize - 1]);
+        }
+        out.push(h.txn_ext[t as usize]);
+    }
+    (out, snaps)
 }

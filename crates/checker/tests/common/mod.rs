@@ -2,6 +2,8 @@
 //! random histories that are serializable about half the time.
 #![allow(dead_code)]
 
+pub mod si;
+
 use krait_history::{History, OpKind, TxnId, TxnStatus, NO_TIME};
 use std::collections::HashSet;
 

@@ -3,7 +3,7 @@
 
 use crate::duration::parse_duration;
 use clap::Args;
-use krait_checker::{Options, SolverKind};
+use krait_checker::{Level, Options, SolverKind};
 use krait_history::Format;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -37,7 +37,12 @@ pub struct CheckFlags {
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
     pub(crate) json: bool,
-    /// Strict serializability: respect real time (needs timestamps).
+    /// The isolation level to check: ser, strict-ser, si (snapshot isolation) or strict-si
+    /// (Elle's names work too: serializable, strict-serializable, snapshot-isolation).
+    #[arg(long, value_enum, default_value = "ser")]
+    pub(crate) level: LevelArg,
+    /// Respect real time (needs timestamps): strict serializability, or with --level si
+    /// strict snapshot isolation.
     #[arg(long)]
     pub(crate) strict: bool,
     /// Clock-drift allowance for --strict, e.g. 100ms, 2s, 500us, 0.
@@ -102,11 +107,25 @@ pub struct CheckFlags {
     pub(crate) no_fold: bool,
 }
 
+impl CheckFlags {
+    /// The level checked and whether real time counts (`--level strict-…` or `--strict`).
+    pub(crate) fn level(&self) -> (Level, bool) {
+        let (l, strict) = self.level.level();
+        (l, strict || self.strict)
+    }
+    /// The level checked, as reports name it (`serializable`, `strict-snapshot-isolation`…).
+    pub(crate) fn level_name(&self) -> &'static str {
+        let (l, strict) = self.level();
+        l.name(strict)
+    }
+}
+
 impl Default for CheckFlags {
     /// Every flag at its command-line default.
     fn default() -> CheckFlags {
         CheckFlags {
             json: false,
+            level: LevelArg::Ser,
             strict: false,
             clock_drift: Duration::from_millis(100),
             no_combine: false,
@@ -130,6 +149,34 @@ impl Default for CheckFlags {
     }
 }
 
+// The level `--level` names.
+/// `--level`: the isolation level to check.
+// Variant doc comments would become clap's help text and change `--help`'s layout.
+#[allow(missing_docs)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelArg {
+    #[value(alias = "serializable")]
+    Ser,
+    #[value(alias = "strict-serializable")]
+    StrictSer,
+    #[value(alias = "snapshot-isolation")]
+    Si,
+    #[value(alias = "strict-snapshot-isolation")]
+    StrictSi,
+}
+
+impl LevelArg {
+    /// The checker's level, and whether the name asks for real time.
+    pub fn level(self) -> (Level, bool) {
+        match self {
+            LevelArg::Ser => (Level::Serializable, false),
+            LevelArg::StrictSer => (Level::Serializable, true),
+            LevelArg::Si => (Level::SnapshotIsolation, false),
+            LevelArg::StrictSi => (Level::SnapshotIsolation, true),
+        }
+    }
+}
+
 // Which engine decides the constraints left after pruning.
 /// `--solver`: which engine decides what pruning leaves (`cdcl`, or `brute-force` for
 /// comparison).
@@ -142,13 +189,9 @@ pub enum SolverArg {
 }
 
 impl CheckArgs {
-    /// The level checked, in words (for reports that name it).
+    /// The level checked, as reports name it (`serializable`, `strict-snapshot-isolation`…).
     pub(crate) fn level_name(&self) -> &'static str {
-        if self.strict {
-            "strictly serializable"
-        } else {
-            "serializable"
-        }
+        self.flags.level_name()
     }
     /// Whether the output is JSON (then an error is a JSON object too).
     pub fn wants_json(&self) -> bool {
@@ -175,12 +218,14 @@ impl CheckArgs {
 
     /// The checker's options these switches ask for.
     pub(crate) fn options(&self) -> Options {
+        let (level, strict) = self.flags.level();
         let mut o = Options {
+            level,
             combine: !self.no_combine,
             coalesce: !self.no_coalesce,
             prune: !self.no_prune,
             prune_rounds: self.prune_rounds,
-            strict: self.strict.then_some(self.clock_drift.as_nanos() as u64),
+            strict: strict.then_some(self.clock_drift.as_nanos() as u64),
             solver: match self.solver {
                 SolverArg::Cdcl => SolverKind::Cdcl,
                 SolverArg::BruteForce => SolverKind::BruteForce,

@@ -101,9 +101,8 @@ fn print_text(
     if a.timings {
         println!("load {:.1} ms, total {:.1} ms", ms(load_time), ms(total));
     }
-    if let Some(order) = &report.order {
-        let shown: Vec<String> = order.iter().map(|t| format!("T{t}")).collect();
-        println!("serial order: {}", shown.join(" "));
+    if let Some(order) = krait_report::order_text(report) {
+        println!("{order}");
     }
 }
 
