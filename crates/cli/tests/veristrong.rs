@@ -1,6 +1,6 @@
 //! Every history of VeriStrong's benchmark (../shared/data/veristrong) that its README lists at
-//! serializability gets VeriStrong's verdict, its serial order replayed read by read apart from
-//! the checker. Most of them write a value more than once. Skips, saying so, where the shared
+//! serializability or snapshot isolation gets VeriStrong's verdict, its serial (or commit)
+//! order replayed read by read apart from the checker. Most of them write a value more than once. Skips, saying so, where the shared
 //! data is absent.
 
 use krait_checker::{check, Options};
@@ -58,4 +58,35 @@ fn veristrong_histories_get_veristrongs_verdicts() {
     eprintln!("{with_duplicates} of them write a value more than once");
     // The point of this benchmark: values written more than once.
     assert!(with_duplicates > 50, "{with_duplicates}");
+}
+
+#[test]
+fn veristrong_snapshot_isolation_histories_get_veristrongs_verdicts() {
+    let Some(d) = data() else { return };
+    let text = std::fs::read_to_string(d.join("README.md")).unwrap();
+    let rows: Vec<(String, bool)> = text
+        .lines()
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split('|').map(str::trim).collect();
+            (c.len() > 4 && c[1].starts_with("si/") && c[2] == "si")
+                .then(|| (c[1].to_string(), c[3] == "accept"))
+        })
+        .collect();
+    assert!(rows.len() >= 4, "the README lists {} histories", rows.len());
+    for (name, accept) in rows {
+        let h = krait_history::load(&d.join(&name), None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .history;
+        let opts = Options {
+            level: krait_checker::Level::SnapshotIsolation,
+            want_order: true,
+            ..Options::default()
+        };
+        let rep = check(&h, &opts).unwrap();
+        assert_eq!(rep.verdict.is_accept(), accept, "{name}: {:?}", rep.verdict);
+        // The commit order and snapshots, replayed apart from the checker.
+        let v = serde_json::to_value(&rep).unwrap();
+        let what = krait_verify::verify(&h, &v).unwrap_or_else(|p| panic!("{name}: {p}"));
+        eprintln!("{name}: {what}");
+    }
 }
