@@ -179,6 +179,9 @@ fn run_check_takes_the_check_flags() {
     assert!(committed > 0);
     assert_eq!(v["order"].as_array().map(Vec::len), Some(committed), "{v}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("txn/s"));
+    // No --level: the level the store promises, said where the figures go.
+    assert_eq!(v["level"], "serializable");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SQLite promises serializability"));
     assert!(std::fs::read_to_string(&junit)
         .unwrap()
         .contains("failures=\"0\""));

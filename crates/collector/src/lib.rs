@@ -16,4 +16,4 @@ mod store;
 
 pub use connect::backend;
 pub use run::{run, RunConfig, RunReport};
-pub use store::{Backend, Isolation, Store, StoreError, UnknownIsolation};
+pub use store::{Backend, Isolation, Promise, Promised, Store, StoreError, UnknownIsolation};

@@ -2,7 +2,7 @@
 //! the transaction; 1020 (record changed, MariaDB's snapshot-isolation check) too; an I/O or
 //! driver error leaves its outcome unknown.
 
-use crate::store::{Backend, Isolation, Store, StoreError};
+use crate::store::{Backend, Isolation, Promise, Promised, Store, StoreError};
 use ::mysql::prelude::Queryable;
 use ::mysql::{Conn, Opts};
 
@@ -59,6 +59,45 @@ fn classify(e: mysql::Error) -> StoreError {
 }
 
 impl Backend for MySql {
+    /// InnoDB: SERIALIZABLE is serializable (locking reads). REPEATABLE READ reads one snapshot
+    /// but, unless `innodb_snapshot_isolation` is on (MariaDB 10.6.18+, off by default before
+    /// 11.8), a write to a row changed since that snapshot goes through: a lost update, less
+    /// than snapshot isolation. READ COMMITTED is read committed.
+    fn promise(&self) -> Result<Promised, StoreError> {
+        let sql = self.isolation.sql();
+        Ok(match self.isolation {
+            Isolation::Serializable => Promised {
+                level: Promise::Serializable,
+                why: format!("MariaDB/InnoDB's {sql} promises serializability"),
+            },
+            Isolation::ReadCommitted => Promised {
+                level: Promise::ReadCommitted,
+                why: format!("MariaDB/InnoDB's {sql} promises read committed"),
+            },
+            Isolation::RepeatableRead => {
+                let mut c = self.open()?;
+                // Absent (MySQL, older MariaDB) reads as off.
+                let on: Option<i64> = c
+                    .query_first("SELECT @@innodb_snapshot_isolation")
+                    .unwrap_or(None);
+                if on == Some(1) {
+                    Promised {
+                        level: Promise::SnapshotIsolation,
+                        why: format!(
+                            "MariaDB/InnoDB's {sql} with innodb_snapshot_isolation on promises snapshot isolation"
+                        ),
+                    }
+                } else {
+                    Promised {
+                        level: Promise::Other,
+                        why: format!(
+                            "MariaDB/InnoDB's {sql} with innodb_snapshot_isolation off reads one snapshot but lets a write overwrite a row changed since it (a lost update): less than snapshot isolation"
+                        ),
+                    }
+                }
+            }
+        })
+    }
     fn describe(&self) -> String {
         format!(
             "MariaDB/MySQL {} ({})",

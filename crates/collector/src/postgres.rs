@@ -2,7 +2,7 @@
 //! transaction aborted, the connection was lost (a COMMIT's outcome unknown), or fatal; each
 //! with the server's message, detail and hint.
 
-use crate::store::{Backend, Isolation, Store, StoreError};
+use crate::store::{Backend, Isolation, Promise, Promised, Store, StoreError};
 use ::postgres::{Client, NoTls, Statement};
 
 pub(crate) struct Postgres {
@@ -76,6 +76,22 @@ fn classify_connect(e: postgres::Error) -> StoreError {
 }
 
 impl Backend for Postgres {
+    /// PostgreSQL's documentation (Transaction Isolation): SERIALIZABLE is serializable (SSI),
+    /// REPEATABLE READ is snapshot isolation, READ COMMITTED is read committed.
+    fn promise(&self) -> Result<Promised, StoreError> {
+        let (level, what) = match self.isolation {
+            Isolation::Serializable => (Promise::Serializable, "serializability"),
+            Isolation::RepeatableRead => (Promise::SnapshotIsolation, "snapshot isolation"),
+            Isolation::ReadCommitted => (Promise::ReadCommitted, "read committed"),
+        };
+        Ok(Promised {
+            level,
+            why: format!(
+                "PostgreSQL's {} promises {what} (its documentation, Transaction Isolation)",
+                self.isolation.sql()
+            ),
+        })
+    }
     fn describe(&self) -> String {
         format!(
             "PostgreSQL {} ({})",

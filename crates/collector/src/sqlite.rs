@@ -1,7 +1,7 @@
 //! SQLite through `rusqlite` (bundled): the embedded default. SQLite's transactions are
 //! serializable; SQLITE_BUSY and SQLITE_LOCKED (a writer in the way) abort the transaction.
 
-use crate::store::{Backend, Isolation, Store, StoreError, BUSY_TIMEOUT};
+use crate::store::{Backend, Isolation, Promise, Promised, Store, StoreError, BUSY_TIMEOUT};
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 use std::path::PathBuf;
 
@@ -43,6 +43,14 @@ fn classify(e: rusqlite::Error) -> StoreError {
 }
 
 impl Backend for Sqlite {
+    /// SQLite runs one writer at a time: its transactions are serializable (its documentation,
+    /// Isolation In SQLite); krait opens it at no other level.
+    fn promise(&self) -> Result<Promised, StoreError> {
+        Ok(Promised {
+            level: Promise::Serializable,
+            why: "SQLite promises serializability (its documentation, Isolation In SQLite)".into(),
+        })
+    }
     fn describe(&self) -> String {
         format!("SQLite {} ({})", rusqlite::version(), self.path.display())
     }

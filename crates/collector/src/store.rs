@@ -48,6 +48,30 @@ impl Isolation {
     }
 }
 
+/// The isolation a store documents for the level its transactions ask for: what a recorded
+/// history should be checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Promise {
+    /// Serializability.
+    Serializable,
+    /// Snapshot isolation.
+    SnapshotIsolation,
+    /// Read committed (checked once krait checks the weak levels).
+    ReadCommitted,
+    /// Less than snapshot isolation and more than read committed, or undocumented.
+    Other,
+}
+
+/// A store's [`Promise`], with where it comes from in words ("PostgreSQL's REPEATABLE READ is
+/// snapshot isolation").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Promised {
+    /// The level promised.
+    pub level: Promise,
+    /// Why: the store, the level asked for, and what its documentation says it gives.
+    pub why: String,
+}
+
 /// How a database operation failed, as the history must record it.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StoreError {
@@ -85,6 +109,8 @@ pub trait Backend: Send + Sync {
     fn setup(&self, initial: &[(String, String)]) -> Result<(), StoreError>;
     /// A new connection (one per session).
     fn connect(&self) -> Result<Box<dyn Store>, StoreError>;
+    /// What the store promises at the level asked for (it may ask the server how it is set up).
+    fn promise(&self) -> Result<Promised, StoreError>;
 }
 
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -6,8 +6,8 @@
 mod common;
 
 use common::TempDb;
-use krait_checker::{check, Anomaly, EdgeKind, Options, Verdict};
-use krait_collector::{backend, Isolation, RunConfig, RunReport};
+use krait_checker::{check, Anomaly, EdgeKind, Level, Options, Verdict};
+use krait_collector::{backend, Isolation, Promise, RunConfig, RunReport};
 use krait_workloads::{BlindWKv, LostUpdate, Workload, WriteSkew};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -40,12 +40,30 @@ fn record(
 }
 
 fn verdict(out: &Path) -> (Verdict, krait_history::Summary) {
+    verdict_at(out, Level::Serializable)
+}
+
+fn verdict_at(out: &Path, level: Level) -> (Verdict, krait_history::Summary) {
     let l = krait_history::load(out, None).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     // Every test's logs: batch and follow agree on their cuts.
     common::batch_matches_follow(out, &out.file_name().unwrap().to_string_lossy());
     let s = krait_history::summarize(&l.history);
-    (check(&l.history, &Options::default()).unwrap().verdict, s)
+    let opts = Options {
+        level,
+        want_order: true,
+        ..Options::default()
+    };
+    let rep = check(&l.history, &opts).unwrap();
+    // Every verdict, checked apart from the checker.
+    let v = serde_json::to_value(&rep).unwrap();
+    if let Err(p) = krait_verify::verify(&l.history, &v) {
+        assert!(
+            matches!(p, krait_verify::Problem::Unsupported(_)),
+            "krait-verify refutes {v}: {p}"
+        );
+    }
+    (rep.verdict, s)
 }
 
 #[test]
@@ -120,6 +138,66 @@ fn postgres_repeatable_read_allows_write_skew() {
     assert_eq!(c.anomaly, Anomaly::G2Item, "{c:#?}");
     let kinds: Vec<EdgeKind> = c.cycle.iter().map(|e| e.kind).collect();
     assert_eq!(kinds, vec![EdgeKind::Rw, EdgeKind::Rw], "{c:#?}");
+    // What REPEATABLE READ promises is kept: snapshot isolation accepts the same history.
+    let (v, _) = verdict_at(&out, Level::SnapshotIsolation);
+    assert_eq!(v, Verdict::Accept);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn postgres_promises_by_isolation() {
+    let Some(db) = TempDb::new("KRAIT_PG_URL", "promise") else {
+        return;
+    };
+    let level = |iso| backend(&db.url, iso).unwrap().promise().unwrap().level;
+    assert_eq!(level(Isolation::Serializable), Promise::Serializable);
+    assert_eq!(level(Isolation::RepeatableRead), Promise::SnapshotIsolation);
+    assert_eq!(level(Isolation::ReadCommitted), Promise::ReadCommitted);
+}
+
+#[test]
+fn postgres_repeatable_read_keeps_snapshot_isolation_under_contention() {
+    let Some(db) = TempDb::new("KRAIT_PG_URL", "rrlu") else {
+        return;
+    };
+    let out = tmp("pg-rr-lu");
+    let rep = record(
+        &db.url,
+        Isolation::RepeatableRead,
+        &LostUpdate { counters: 1 },
+        4,
+        200,
+        &out,
+    );
+    assert!(
+        rep.aborted > 0,
+        "first committer wins: some increments abort"
+    );
+    let (v, _) = verdict_at(&out, Level::SnapshotIsolation);
+    assert_eq!(v, Verdict::Accept);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn postgres_read_committed_loses_updates_which_snapshot_isolation_rejects() {
+    let Some(db) = TempDb::new("KRAIT_PG_URL", "rclu") else {
+        return;
+    };
+    let out = tmp("pg-rc-lu");
+    record(
+        &db.url,
+        Isolation::ReadCommitted,
+        &LostUpdate { counters: 1 },
+        4,
+        200,
+        &out,
+    );
+    let (v, _) = verdict_at(&out, Level::SnapshotIsolation);
+    let c = v
+        .certificate()
+        .cloned()
+        .expect("read committed loses concurrent increments: REJECT under SI");
+    assert_eq!(c.anomaly, Anomaly::LostUpdate, "{c:#?}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -143,5 +221,14 @@ fn mariadb_repeatable_read_loses_updates() {
         .cloned()
         .expect("InnoDB repeatable read loses concurrent increments: REJECT");
     assert_eq!(c.anomaly, Anomaly::LostUpdate, "{c:#?}");
+    // Not snapshot isolation either, which is why krait does not take it for that.
+    let (v, _) = verdict_at(&out, Level::SnapshotIsolation);
+    assert_eq!(v.certificate().unwrap().anomaly, Anomaly::LostUpdate);
+    let b = backend(&db.url, Isolation::RepeatableRead).unwrap();
+    let p = b.promise().unwrap();
+    assert!(
+        matches!(p.level, Promise::Other | Promise::SnapshotIsolation),
+        "{p:?}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -37,10 +37,11 @@ pub struct CheckFlags {
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
     pub(crate) json: bool,
-    /// The isolation level to check: ser, strict-ser, si (snapshot isolation) or strict-si
-    /// (Elle's names work too: serializable, strict-serializable, snapshot-isolation).
-    #[arg(long, value_enum, default_value = "ser")]
-    pub(crate) level: LevelArg,
+    /// The isolation level to check: ser (the default), strict-ser, si (snapshot isolation) or
+    /// strict-si (Elle's names work too: serializable, strict-serializable,
+    /// snapshot-isolation); `run --check` without it checks what the store promises.
+    #[arg(long, value_enum)]
+    pub(crate) level: Option<LevelArg>,
     /// Respect real time (needs timestamps): strict serializability, or with --level si
     /// strict snapshot isolation.
     #[arg(long)]
@@ -110,7 +111,7 @@ pub struct CheckFlags {
 impl CheckFlags {
     /// The level checked and whether real time counts (`--level strict-…` or `--strict`).
     pub(crate) fn level(&self) -> (Level, bool) {
-        let (l, strict) = self.level.level();
+        let (l, strict) = self.level.unwrap_or(LevelArg::Ser).level();
         (l, strict || self.strict)
     }
     /// The level checked, as reports name it (`serializable`, `strict-snapshot-isolation`…).
@@ -125,7 +126,7 @@ impl Default for CheckFlags {
     fn default() -> CheckFlags {
         CheckFlags {
             json: false,
-            level: LevelArg::Ser,
+            level: None,
             strict: false,
             clock_drift: Duration::from_millis(100),
             no_combine: false,

@@ -1,10 +1,11 @@
 //! `krait run`: drive a workload against a database with N recording clients through the
 //! collector, report throughput and latency, and optionally check the history it wrote.
 
+use crate::cmd::args::LevelArg;
 use crate::cmd::check::{self, CheckArgs};
 use crate::{exit, progress};
 use clap::Args;
-use krait_collector::{Isolation, RunConfig, RunReport};
+use krait_collector::{Isolation, Promise, RunConfig, RunReport};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,7 +40,8 @@ pub struct RunArgs {
     pub(crate) fsync: bool,
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
-    /// Check the recorded history when the run ends (with the check flags below).
+    /// Check the recorded history when the run ends (with the check flags below), at the level
+    /// the store promises for --isolation unless --level says otherwise.
     #[arg(long)]
     pub(crate) check: bool,
     #[command(flatten)]
@@ -133,9 +135,53 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if !json_out {
             println!();
         }
-        return check::run(&CheckArgs::of_run(a.out, a.check_flags));
+        let mut flags = a.check_flags;
+        if flags.level.is_none() {
+            match promised_level(backend.as_ref()) {
+                Ok((level, why)) => {
+                    let say = |s: &str| {
+                        if json_out {
+                            eprintln!("{s}");
+                        } else {
+                            println!("{s}");
+                        }
+                    };
+                    match level {
+                        Some(l) => {
+                            say(&format!("{why}: checking that"));
+                            flags.level = Some(l);
+                        }
+                        None => {
+                            say(&format!(
+                                "{why}, which krait does not check yet: not checked (--level checks a level anyway)"
+                            ));
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: what the store promises is unknown: {e}");
+                    return Ok(ExitCode::from(exit::RUN_FAILED));
+                }
+            }
+        }
+        return check::run(&CheckArgs::of_run(a.out, flags));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The level to check a run's history at when none is given: what the store promises at the
+/// isolation asked for (None where krait has no check for it yet), and why.
+fn promised_level(
+    b: &dyn krait_collector::Backend,
+) -> Result<(Option<LevelArg>, String), krait_collector::StoreError> {
+    let p = b.promise()?;
+    let level = match p.level {
+        Promise::Serializable => Some(LevelArg::Ser),
+        Promise::SnapshotIsolation => Some(LevelArg::Si),
+        Promise::ReadCommitted | Promise::Other => None,
+    };
+    Ok((level, p.why))
 }
 
 /// Throughput, outcomes and latency percentiles of a finished run.

@@ -1,0 +1,169 @@
+//! `--level` from the command line, and `krait run --check` checking what the store promises
+//! for the isolation asked for. The PostgreSQL test needs KRAIT_PG_URL (`.ci/run` sets it) and
+//! says it skipped otherwise; it makes and drops its own database.
+
+use std::process::Command;
+
+fn krait() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_krait"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("krait-levels-{}-{name}", std::process::id()))
+}
+
+/// A database of its own on the server KRAIT_PG_URL names, dropped at the end.
+struct TempPg {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl TempPg {
+    fn new(tag: &str) -> Option<TempPg> {
+        let Ok(admin) = std::env::var("KRAIT_PG_URL") else {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: KRAIT_PG_URL is not set");
+            return None;
+        };
+        let name = format!("krait_cli_{tag}_{}", std::process::id());
+        let base = admin
+            .rsplit_once('/')
+            .map_or(admin.clone(), |(b, _)| b.into());
+        let db = TempPg {
+            url: format!("{base}/{name}"),
+            admin,
+            name,
+        };
+        db.exec(&format!("DROP DATABASE IF EXISTS {}", db.name));
+        db.exec(&format!("CREATE DATABASE {}", db.name));
+        Some(db)
+    }
+    fn exec(&self, sql: &str) {
+        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
+        c.batch_execute(sql).unwrap();
+    }
+}
+
+impl Drop for TempPg {
+    fn drop(&mut self) {
+        self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
+    }
+}
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const WRITE_SKEW: &str = r#"{"session":"a","txn":1,"ops":[["r","x",null],["r","y",null],["w","x",1]]}
+{"session":"b","txn":2,"ops":[["r","x",null],["r","y",null],["w","y",2]]}
+"#;
+
+#[test]
+fn level_names_and_elles_names() {
+    let p = write("skew.jsonl", WRITE_SKEW);
+    for (args, code, level) in [
+        (vec![], 1, "serializable"),
+        (vec!["--level", "ser"], 1, "serializable"),
+        (vec!["--level", "serializable"], 1, "serializable"),
+        (vec!["--level", "si"], 0, "snapshot-isolation"),
+        (
+            vec!["--level", "snapshot-isolation"],
+            0,
+            "snapshot-isolation",
+        ),
+    ] {
+        let out = krait()
+            .arg("check")
+            .arg(&p)
+            .arg("--json")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["level"], level, "{args:?}");
+    }
+    let text = krait()
+        .arg("check")
+        .arg(&p)
+        .args(["--level", "si", "--order"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        s.contains("ACCEPT: the history is snapshot isolated"),
+        "{s}"
+    );
+    assert!(s.contains("commit order (T@n"), "{s}");
+    let bad = krait()
+        .arg("check")
+        .arg(&p)
+        .args(["--level", "causal"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn strict_levels_need_timestamps_and_say_so() {
+    let p = write("strict.jsonl", WRITE_SKEW);
+    let out = krait()
+        .arg("check")
+        .arg(&p)
+        .args(["--level", "strict-si"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timestamp"));
+    let _ = std::fs::remove_file(&p);
+}
+
+#[test]
+fn run_check_checks_what_postgres_repeatable_read_promises() {
+    let Some(db) = TempPg::new("rr") else {
+        return;
+    };
+    let dir = tmp("rr-run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = krait()
+        .args([
+            "run",
+            "--workload",
+            "write-skew",
+            "--clients",
+            "2",
+            "--txns",
+            "60",
+        ])
+        .args(["--isolation", "repeatable-read", "--store", &db.url])
+        .arg("--out")
+        .arg(&dir)
+        .arg("--check")
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{s}");
+    assert!(
+        s.contains("PostgreSQL's REPEATABLE READ promises snapshot isolation"),
+        "{s}"
+    );
+    assert!(
+        s.contains("ACCEPT: the history is snapshot isolated"),
+        "{s}"
+    );
+    // Asked for serializability of the same run: the write skew, as a certificate.
+    let ser = krait()
+        .arg("check")
+        .arg(&dir)
+        .args(["--level", "ser"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&ser.stdout);
+    assert_eq!(ser.status.code(), Some(1), "{t}");
+    assert!(t.contains("G2-item"), "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
