@@ -43,6 +43,8 @@ pub(crate) struct Carried {
 
 /// Marks a hub in [`Carried::edges`].
 pub(crate) const HUB: u32 = 1 << 31;
+/// Marks a transaction's snapshot node (snapshot isolation) in [`Carried::edges`].
+pub(crate) const START: u32 = 1 << 30;
 
 /// The graph an accepted check ended with, for garbage collection.
 pub(crate) struct Final {
@@ -286,8 +288,8 @@ fn add_carried(b: &mut Built, c: &Carried) {
         if x & HUB != 0 {
             Some(first_hub + (x & !HUB))
         } else {
-            let n = b.txn_node[x as usize];
-            (n != u32::MAX).then_some(n)
+            let n = b.txn_node[(x & !START) as usize];
+            (n != u32::MAX).then(|| if x & START != 0 { b.start(n) } else { n })
         }
     };
     let label = Label::fact(EdgeKind::Carried, graph::NO_KEY);

@@ -377,7 +377,10 @@ fn check_in_rounds() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("round 5: +"), "{text}");
-    assert!(text.contains("ACCEPT: 3000 transactions in"), "{text}");
+    assert!(
+        text.contains("ACCEPT (serializable): 3000 transactions in"),
+        "{text}"
+    );
     let out = krait()
         .arg("check")
         .arg(&p)

@@ -167,3 +167,38 @@ fn run_check_checks_what_postgres_repeatable_read_promises() {
     assert!(t.contains("G2-item"), "{t}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn online_rounds_check_snapshot_isolation() {
+    let skew = write("online-skew.jsonl", WRITE_SKEW);
+    let out = krait()
+        .arg("check")
+        .arg(&skew)
+        .args(["--round-size", "1", "--level", "si"])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{s}");
+    assert!(
+        s.contains("ACCEPT (snapshot isolated): 2 transactions"),
+        "{s}"
+    );
+    let read_skew = write(
+        "online-read-skew.jsonl",
+        r#"{"session":"a","txn":1,"ops":[["w","x",1],["w","y",1]]}
+{"session":"b","txn":2,"ops":[["r","x",1],["r","y",null]]}
+"#,
+    );
+    let out = krait()
+        .arg("check")
+        .arg(&read_skew)
+        .args(["--round-size", "1", "--level", "si", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["level"], "snapshot-isolation");
+    assert_eq!(v["anomaly"], "G-SIb");
+    let _ = std::fs::remove_file(&skew);
+    let _ = std::fs::remove_file(&read_skew);
+}

@@ -4,7 +4,7 @@
 
 use super::Online;
 use crate::graph::{Csr, EdgeKind, Node};
-use crate::pipeline::{Final, HUB};
+use crate::pipeline::{Final, HUB, START};
 
 impl Online {
     /// Drops carried edges that other edges of the next round already imply (a transitive
@@ -118,7 +118,14 @@ impl Online {
             if hub_of[x as usize] != NOT_HUB {
                 HUB | hub_of[x as usize]
             } else {
-                txn_slab[b.txn_of(x).unwrap() as usize]
+                let id = txn_slab[b.txn_of(x).unwrap() as usize];
+                debug_assert!(id & (HUB | START) == 0);
+                // A path from or to a snapshot is carried as one (snapshot isolation).
+                if b.is_start(x) {
+                    id | START
+                } else {
+                    id
+                }
             }
         };
         // Node-space edges of the next round: those to carry, and those rebuilt anyway.
@@ -132,7 +139,8 @@ impl Online {
             for &(y, e) in csr.succ(x) {
                 if kept(y) || hub_of[y as usize] != NOT_HUB {
                     let kind = b.labels[e as usize].kind;
-                    if !from_hub && kept(y) && matches!(kind, EdgeKind::Session | EdgeKind::Wr) {
+                    let again = matches!(kind, EdgeKind::Session | EdgeKind::Wr | EdgeKind::Within);
+                    if !from_hub && kept(y) && again {
                         rebuilt.push((x, y));
                     } else {
                         cedges.push((x, y));

@@ -74,7 +74,19 @@ impl Online {
                 superseded[x] && (size[c] == 1 || all_sup[c])
             })
             .collect();
-        let alone = |x: Node| size[comp[x as usize] as usize] == 1;
+        let b = &fin.b;
+        // A transaction goes whole: under snapshot isolation, snapshot and commit both.
+        if b.split {
+            for x in 1..b.first_start {
+                let s = b.start(x) as usize;
+                let both = deleted[x as usize] && deleted[s];
+                deleted[x as usize] = both;
+                deleted[s] = both;
+            }
+        }
+        let alone = |x: Node| {
+            size[comp[x as usize] as usize] == 1 && size[comp[b.start(x) as usize] as usize] == 1
+        };
         let folds = self.folds(&s, &frontier_keys, &mut deleted, alone);
         self.carry(fin, txn_slab, &deleted, &s.csr, &s.order);
         self.delete(&s, &superseded, &deleted, &folds, agree)
@@ -122,6 +134,10 @@ impl Online {
         }
         for x in 0..n as Node {
             let Some(id) = s.slab_of(x) else { continue };
+            // A transaction writes at its commit (its snapshot node is no writer).
+            if b.is_start(x) {
+                continue;
+            }
             let l = self.live_ref(id);
             for o in l.t.ops.iter().filter(|o| o.0 == OpKind::Write) {
                 if !s.old[x as usize] {
@@ -154,8 +170,10 @@ impl Online {
             stamp: 0,
             stack: Vec::new(),
         };
+        let b = &s.fin.b;
         for x in 0..n as Node {
-            if !(s.old[x as usize] && s.anc_ok[x as usize]) {
+            // Decided at the commit node, whose ancestors include its snapshot's.
+            if b.is_start(x) || !(s.old[x as usize] && s.anc_ok[x as usize]) {
                 continue;
             }
             let keys = written_keys(self.live_ref(s.slab_of(x).unwrap()));
@@ -174,6 +192,7 @@ impl Online {
                 }
             }
             superseded[x as usize] = uncovered.is_empty();
+            superseded[b.start(x) as usize] = uncovered.is_empty();
             if !uncovered.is_empty() {
                 frontier_keys.push((x, uncovered));
             }
@@ -199,7 +218,8 @@ impl Online {
         let mut visited = 0;
         while let Some(u) = search.stack.pop() {
             for &(v, e) in s.csr.succ(u) {
-                if labels[e as usize].key != k
+                let l = labels[e as usize];
+                if (l.key != k && l.kind != crate::graph::EdgeKind::Within)
                     || search.seen[v as usize] == search.stamp
                     || s.pos[v as usize] > last
                 {
@@ -267,6 +287,7 @@ impl Online {
                 continue;
             }
             deleted[x as usize] = true;
+            deleted[b.start(x) as usize] = true;
             let l = self.live_ref(s.slab_of(x).unwrap());
             for &k in keys {
                 let v =
@@ -296,6 +317,9 @@ impl Online {
         self.last_deleted.clear();
         let mut gone: Vec<u32> = Vec::new();
         for x in 0..b.num_nodes {
+            if b.is_start(x as Node) {
+                continue;
+            }
             if superseded[x] || deleted[x] {
                 let id = s.slab_of(x as Node).unwrap();
                 let ext = self.live_ref(id).t.ext;

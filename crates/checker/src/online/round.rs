@@ -2,7 +2,7 @@
 //! carried from deleted ones, and collect garbage after an ACCEPT.
 
 use super::{Online, OnlineError, RoundStats, NONE};
-use crate::pipeline::{run, Carried, HUB};
+use crate::pipeline::{run, Carried, HUB, START};
 use crate::{Report, Verdict};
 use krait_history::{History, HistoryBuilder, OpKind, TxnId, TxnStatus};
 use std::time::Instant;
@@ -187,7 +187,7 @@ impl Online {
                         if x & HUB != 0 {
                             x
                         } else {
-                            slab_txn[x as usize]
+                            slab_txn[(x & !START) as usize] | (x & START)
                         }
                     };
                     (m(u), m(v))

@@ -2,6 +2,7 @@
 //! random histories that are serializable about half the time.
 #![allow(dead_code)]
 
+pub mod fenced;
 pub mod si;
 
 use krait_history::{History, OpKind, TxnId, TxnStatus, NO_TIME};

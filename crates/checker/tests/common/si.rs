@@ -216,7 +216,25 @@ pub fn random_si_history(
     keys: u64,
     range: Option<u64>,
 ) -> History {
+    si_execution(r, max_txns, keys, range, None)
+}
+
+/// The same with the collector's fences: every `fence_every`-th transaction of a session is a
+/// fence (read the fence key's latest version, write the next), run on its own.
+pub fn random_si_fenced(r: &mut super::Rng, max_txns: u64, keys: u64, fence_every: u64) -> History {
+    si_execution(r, max_txns, keys, None, Some(fence_every))
+}
+
+fn si_execution(
+    r: &mut super::Rng,
+    max_txns: u64,
+    keys: u64,
+    range: Option<u64>,
+    fence_every: Option<u64>,
+) -> History {
     let n = 2 + r.below(max_txns - 1);
+    let mut per_session: Vec<u64> = Vec::new();
+    let mut fence_val: Option<u64> = None;
     let nsessions = 2 + r.below(3) as usize;
     let key = |k: u64| format!("k{k}");
     // Committed versions per key: (commit number, value).
@@ -241,6 +259,18 @@ pub fn random_si_history(
         if can_start && (running.is_empty() || r.chance(65)) {
             let free: Vec<usize> = (0..nsessions).filter(|&s| !busy[s]).collect();
             let session = free[r.index(free.len())];
+            per_session.resize(nsessions, 0);
+            per_session[session] += 1;
+            if fence_every.is_some_and(|f| per_session[session].is_multiple_of(f)) {
+                clock += 1;
+                let v = 1_000_000 + started;
+                let f = super::fenced::fence(session, 100 + started, fence_val, v);
+                fence_val = Some(v);
+                started += 1;
+                commits += 1;
+                out.push(f.times(clock, clock));
+                continue;
+            }
             busy[session] = true;
             clock += 1;
             let mut t = krait_history::SimpleTxn::new(session, 100 + started);

@@ -129,6 +129,7 @@ impl Printer {
                 Some(r) => krait_report::report_json(r),
                 None => serde_json::json!({
                     "verdict": "ACCEPT",
+                    "level": a.level_name(),
                     "schema_version": krait_report::SCHEMA_VERSION,
                 }),
             };
@@ -164,7 +165,8 @@ impl Printer {
                     print!("{}", krait_report::report_text(r, a.timings));
                 }
                 None => println!(
-                    "ACCEPT: {txns} transactions in {} rounds, {:.2} s; at most {} transactions in a round's graph, {} garbage-collected",
+                    "ACCEPT ({}): {txns} transactions in {} rounds, {:.2} s; at most {} transactions in a round's graph, {} garbage-collected",
+                    krait_report::level_words(a.level_name()),
                     on.rounds(),
                     total.as_secs_f64(),
                     self.peak_live,
