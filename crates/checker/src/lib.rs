@@ -39,6 +39,7 @@ mod realtime;
 mod report;
 mod ser;
 mod stats;
+mod weak;
 
 pub use cert::{
     classify, classify_si, Anomaly, CertCase, CertConstraint, CertEdge, CertOption, CertTxn,

@@ -26,6 +26,14 @@ pub enum Level {
     /// two anti-dependencies in a row; each transaction reads one snapshot and no two
     /// concurrent transactions write one key.
     SnapshotIsolation,
+    /// Read committed (Biswas and Enea's axiom): a transaction's reads never go back to a
+    /// version older than one its earlier reads saw the writer of.
+    ReadCommitted,
+    /// Read atomic: a transaction sees all of each transaction it sees (and its session's
+    /// earlier writes).
+    ReadAtomic,
+    /// Causal consistency: a transaction sees every write in its causal past.
+    Causal,
 }
 
 impl Level {
@@ -36,7 +44,19 @@ impl Level {
             (Level::Serializable, true) => "strict-serializable",
             (Level::SnapshotIsolation, false) => "snapshot-isolation",
             (Level::SnapshotIsolation, true) => "strict-snapshot-isolation",
+            // Real time is not part of these levels here (refused with them).
+            (Level::ReadCommitted, _) => "read-committed",
+            (Level::ReadAtomic, _) => "read-atomic",
+            (Level::Causal, _) => "causal",
         }
+    }
+
+    /// Whether the level is decided by its forced edges alone (no version-order search).
+    pub fn is_weak(self) -> bool {
+        matches!(
+            self,
+            Level::ReadCommitted | Level::ReadAtomic | Level::Causal
+        )
     }
 }
 

@@ -26,6 +26,8 @@ impl Decision {
     fn of(opts: &Options) -> Decision {
         match opts.level {
             crate::Level::Serializable | crate::Level::SnapshotIsolation => Decision::Polygraph,
+            // Decided before this point (`weak`).
+            _ => unreachable!("weak levels are decided by crate::weak"),
         }
     }
 }
@@ -65,6 +67,15 @@ pub(crate) fn run(
     carried: Option<&Carried>,
     want_final: bool,
 ) -> Result<(Report, Option<Final>), CheckError> {
+    if opts.level.is_weak() {
+        if carried.is_some() {
+            return Err(CheckError::Unsupported(format!(
+                "--level {} is checked on the whole history (online rounds check ser and si)",
+                opts.level.name(false)
+            )));
+        }
+        return crate::weak::run(h, opts).map(|r| (r, None));
+    }
     let first = run_once(h, opts, carried, want_final, &[])?;
     if !first.0.verdict.is_reject() || carried.is_some() || !h.has_duplicates() {
         return Ok(first);

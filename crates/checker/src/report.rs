@@ -87,4 +87,7 @@ pub enum CheckError {
         /// The transaction, as the history names it.
         txn: String,
     },
+    /// What the level asked for cannot check on this history yet.
+    #[error("{0}")]
+    Unsupported(String),
 }

@@ -198,6 +198,10 @@ fn postgres_read_committed_loses_updates_which_snapshot_isolation_rejects() {
         .cloned()
         .expect("read committed loses concurrent increments: REJECT under SI");
     assert_eq!(c.anomaly, Anomaly::LostUpdate, "{c:#?}");
+    // What READ COMMITTED promises, it keeps.
+    for level in [Level::ReadCommitted, Level::ReadAtomic, Level::Causal] {
+        assert_eq!(verdict_at(&out, level).0, Verdict::Accept, "{level:?}");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -128,6 +128,9 @@ pub fn level_words(level: &str) -> &'static str {
         "strict-serializable" => "strictly serializable",
         "snapshot-isolation" => "snapshot isolated",
         "strict-snapshot-isolation" => "strictly snapshot isolated",
+        "read-committed" => "read committed",
+        "read-atomic" => "read atomic",
+        "causal" => "causally consistent",
         _ => "serializable",
     }
 }

@@ -21,6 +21,7 @@
 mod facts;
 mod reasons;
 mod replay;
+mod weak;
 
 use facts::{Facts, Ver};
 use krait_history::{History, TxnId, TxnStatus, NO_TIME};
@@ -56,6 +57,9 @@ pub fn verify(h: &History, report: &Value) -> Result<String, Problem> {
     let si = report["level"]
         .as_str()
         .is_some_and(|l| l.ends_with("snapshot-isolation"));
+    if let Some(level) = report["level"].as_str().and_then(weak::of) {
+        return verify_weak(&f, report, level);
+    }
     match report["verdict"].as_str() {
         Some("ACCEPT") => match report.get("order").and_then(Value::as_array) {
             Some(order) if si => {
@@ -102,6 +106,51 @@ pub fn verify(h: &History, report: &Value) -> Result<String, Problem> {
         }
         Some("UNKNOWN") => Err(Problem::Unsupported(
             "an undecided verdict (the solver's budget ran out) states nothing".into(),
+        )),
+        other => invalid(format!("no verdict to check ({other:?})")),
+    }
+}
+
+/// A verdict at a weak level: the commit order against the axiom, or the cycle edge by edge
+/// (a REJECT for one reason, such as an aborted read, as at every level).
+fn verify_weak(f: &Facts, report: &Value, level: weak::Weak) -> Result<String, Problem> {
+    match report["verdict"].as_str() {
+        Some("ACCEPT") => match report.get("order").and_then(Value::as_array) {
+            Some(order) => weak::replay(f, order, level),
+            None => Ok("ACCEPT without a commit order (check with --order to have one)".into()),
+        },
+        Some("REJECT") => {
+            let Some(cycle) = report["cycle"].as_array().filter(|c| !c.is_empty()) else {
+                return reasons::reason(f, report);
+            };
+            let v = Verifier { f, si: false };
+            for (i, e) in cycle.iter().enumerate() {
+                let next = &cycle[(i + 1) % cycle.len()];
+                if e["to"] != next["from"] {
+                    return invalid(format!("the cycle is broken after edge {}: {e}", i + 1));
+                }
+                let from = weak::node(f.h, e["from"].as_str().unwrap_or(""))?;
+                let to = weak::node(f.h, e["to"].as_str().unwrap_or(""))?;
+                match (e["kind"].as_str(), from, to) {
+                    (Some("ww"), None, Some(t)) => {
+                        // The initial version precedes every write of the key.
+                        let k = v.key(e)?;
+                        if f.last_write(t, k).is_none() {
+                            return invalid(format!("{} does not write {}", e["to"], e["key"]));
+                        }
+                    }
+                    (Some("ww"), Some(a), b) => weak::forced(f, level, a, b, v.key(e)?)?,
+                    (Some("session" | "wr"), Some(_), Some(_)) => v.edge(e, &[], 0)?,
+                    _ => return invalid(format!("an edge a weak level does not derive: {e}")),
+                }
+            }
+            Ok(format!(
+                "REJECT: a cycle of {} edges, each derived",
+                cycle.len()
+            ))
+        }
+        Some("UNKNOWN") => Err(Problem::Unsupported(
+            "an undecided verdict states nothing".into(),
         )),
         other => invalid(format!("no verdict to check ({other:?})")),
     }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 /// The order's transactions, each placed once, none aborted, every committed one placed, and
 /// each after the commits logged before it in its session (under snapshot isolation, inside
 /// the snapshot: `snaps[i]` transactions before position i are in its snapshot).
-fn placements(
+pub(crate) fn placements(
     f: &Facts,
     order: &[Value],
     snaps: Option<&[usize]>,

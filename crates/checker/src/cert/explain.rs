@@ -84,7 +84,7 @@ pub(crate) fn describe_txn(h: &History, r: &Resolution, t: TxnId) -> CertTxn {
     }
 }
 
-pub(super) fn txns(h: &History, r: &Resolution, ts: &[TxnId]) -> Vec<CertTxn> {
+pub(crate) fn txns(h: &History, r: &Resolution, ts: &[TxnId]) -> Vec<CertTxn> {
     let mut seen = Vec::new();
     for &t in ts {
         if !seen.contains(&t) {

@@ -9,12 +9,14 @@ mod deduce;
 mod explain;
 mod lists;
 mod reasons;
+mod weak;
 
 pub(crate) use choices::no_writer_certificate;
 pub(crate) use cycle::{cycle_certificate, unsat_certificate};
 pub use explain::{classify, classify_si};
 pub(crate) use explain::{describe_txn, Explainer};
 pub(crate) use reasons::{certify, stale_read};
+pub(crate) use weak::weak_certificate;
 
 use crate::graph::EdgeKind;
 use serde::Serialize;
@@ -60,6 +62,19 @@ pub enum Anomaly {
     /// Snapshot isolation: any other cycle whose anti-dependencies are never two in a row.
     #[serde(rename = "G-SI")]
     GSI,
+    /// Read committed: a transaction read a version older than one an earlier read of it
+    /// implied (its reads went back in the version order).
+    #[serde(rename = "non-monotonic-read")]
+    NonMonotonicRead,
+    /// Read atomic: a transaction saw some of another's writes and missed others.
+    #[serde(rename = "fractured-read")]
+    FracturedRead,
+    /// Read atomic: a transaction did not see a write made earlier in its own session.
+    #[serde(rename = "session-guarantee-violation")]
+    SessionGuarantee,
+    /// Causal consistency: a transaction missed a write in its causal past.
+    #[serde(rename = "causality-violation")]
+    CausalityViolation,
     /// Two transactions read the same version and both overwrote it.
     #[serde(rename = "lost-update")]
     LostUpdate,
@@ -116,6 +131,12 @@ impl Anomaly {
                 "long fork (two snapshots each missed one of two independent writes)"
             }
             Anomaly::GSI => "G-SI (a dependency cycle with no two anti-dependencies in a row)",
+            Anomaly::NonMonotonicRead => "non-monotonic read (a later read saw an older version)",
+            Anomaly::FracturedRead => "fractured read (saw part of a transaction's writes)",
+            Anomaly::SessionGuarantee => {
+                "session guarantee violation (missed its own session's earlier write)"
+            }
+            Anomaly::CausalityViolation => "causality violation (missed a causally earlier write)",
             Anomaly::LostUpdate => "lost update",
             Anomaly::NonRepeatableRead => "non-repeatable read",
             Anomaly::OwnWriteNotSeen => "own write not seen",

@@ -96,7 +96,11 @@ impl Built {
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but
 /// that an included transaction read from (so they must have committed), or that the caller
 /// knows were read (`committed_unknown`).
-fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bool>, usize) {
+pub(crate) fn included(
+    h: &History,
+    r: &Resolution,
+    committed_unknown: &[TxnId],
+) -> (Vec<bool>, usize) {
     let mut inc: Vec<bool> = h
         .txn_status
         .iter()

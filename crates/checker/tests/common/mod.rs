@@ -4,6 +4,7 @@
 
 pub mod fenced;
 pub mod si;
+pub mod weak;
 
 use krait_history::{History, OpKind, TxnId, TxnStatus, NO_TIME};
 use std::collections::HashSet;

@@ -37,9 +37,10 @@ pub struct CheckFlags {
     /// Machine-readable output (watch: JSON Lines, a line per round, then the verdict).
     #[arg(long)]
     pub(crate) json: bool,
-    /// The isolation level to check: ser (the default), strict-ser, si (snapshot isolation) or
-    /// strict-si (Elle's names work too: serializable, strict-serializable,
-    /// snapshot-isolation); `run --check` without it checks what the store promises.
+    /// The isolation level to check: ser (the default), strict-ser, si (snapshot isolation),
+    /// strict-si, rc (read committed), ra (read atomic), cc (causal), or all (every level from
+    /// the weakest up, as one table); Elle's names work too (serializable, snapshot-isolation,
+    /// read-committed, causal…). `run --check` without it checks what the store promises.
     #[arg(long, value_enum)]
     pub(crate) level: Option<LevelArg>,
     /// Respect real time (needs timestamps): strict serializability, or with --level si
@@ -164,6 +165,14 @@ pub enum LevelArg {
     Si,
     #[value(alias = "strict-snapshot-isolation")]
     StrictSi,
+    #[value(alias = "read-committed")]
+    Rc,
+    #[value(alias = "read-atomic")]
+    Ra,
+    #[value(alias = "causal")]
+    Cc,
+    // Every level from the weakest up, as one table (`cmd::ladder`).
+    All,
 }
 
 impl LevelArg {
@@ -174,6 +183,11 @@ impl LevelArg {
             LevelArg::StrictSer => (Level::Serializable, true),
             LevelArg::Si => (Level::SnapshotIsolation, false),
             LevelArg::StrictSi => (Level::SnapshotIsolation, true),
+            LevelArg::Rc => (Level::ReadCommitted, false),
+            LevelArg::Ra => (Level::ReadAtomic, false),
+            LevelArg::Cc => (Level::Causal, false),
+            // The ladder (`cmd::ladder`) checks each level itself; alone, `all` is no level.
+            LevelArg::All => (Level::Serializable, false),
         }
     }
 }

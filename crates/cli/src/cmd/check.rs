@@ -26,6 +26,10 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let load_time = t.elapsed();
+    if a.flags.level == Some(super::args::LevelArg::All) {
+        drop(spinner);
+        return super::ladder::run(a, &loaded.history, load_time);
+    }
     if let Some(sp) = &spinner {
         sp.set_message("checking");
     }

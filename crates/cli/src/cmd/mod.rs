@@ -6,6 +6,7 @@ pub mod check;
 pub mod convert;
 pub mod demo;
 pub mod generate;
+mod ladder;
 mod online;
 pub mod run;
 pub mod stats;

@@ -147,17 +147,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                         }
                     };
                     match level {
-                        Some(l) => {
-                            say(&format!("{why}: checking that"));
-                            flags.level = Some(l);
-                        }
-                        None => {
-                            say(&format!(
-                                "{why}, which krait does not check yet: not checked (--level checks a level anyway)"
-                            ));
-                            return Ok(ExitCode::SUCCESS);
-                        }
+                        Some(_) => say(&format!("{why}: checking that")),
+                        None => say(&format!(
+                            "{why}, which no single level names: checking every level (--level picks one)"
+                        )),
                     }
+                    flags.level = Some(level.unwrap_or(LevelArg::All));
                 }
                 Err(e) => {
                     eprintln!("error: what the store promises is unknown: {e}");
@@ -171,7 +166,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The level to check a run's history at when none is given: what the store promises at the
-/// isolation asked for (None where krait has no check for it yet), and why.
+/// isolation asked for (None where no single level names it: then every level is checked), and
+/// why.
 fn promised_level(
     b: &dyn krait_collector::Backend,
 ) -> Result<(Option<LevelArg>, String), krait_collector::StoreError> {
@@ -179,7 +175,8 @@ fn promised_level(
     let level = match p.level {
         Promise::Serializable => Some(LevelArg::Ser),
         Promise::SnapshotIsolation => Some(LevelArg::Si),
-        Promise::ReadCommitted | Promise::Other => None,
+        Promise::ReadCommitted => Some(LevelArg::Rc),
+        Promise::Other => None,
     };
     Ok((level, p.why))
 }
