@@ -13,6 +13,7 @@ mod scale;
 mod solver;
 mod stream;
 mod veristrong;
+mod weak;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -50,6 +51,9 @@ enum BenchCmd {
     /// VeriStrong's benchmark histories (../shared/data/veristrong): krait's verdict, time and
     /// peak memory beside VeriStrong's own from that folder's README.
     Veristrong(veristrong::VeristrongArgs),
+    /// The weak levels (read committed, read atomic, causal) on Cobra histories, beside AWDIT
+    /// when its binary is given (--awdit PATH).
+    Weak(weak::WeakArgs),
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: std::path::PathBuf },
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         BenchCmd::Online(a) => online::run(a),
         BenchCmd::Stream(a) => stream::run(a),
         BenchCmd::Veristrong(a) => veristrong::run(a),
+        BenchCmd::Weak(a) => weak::run(a),
         BenchCmd::LoadOne { path } => load::one(&path),
         BenchCmd::CheckOne(a) => krait_cli::cmd::check::run(&a),
         BenchCmd::Generate(a) => krait_cli::cmd::generate::run(&a),

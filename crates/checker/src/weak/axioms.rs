@@ -11,53 +11,74 @@ use krait_history::FxHashMap;
 
 const NIL: u32 = u32::MAX;
 
-/// Writers a transaction read, listed per key they wrote: a linked list per key in `cells`,
-/// stamped with the reading transaction so nothing is cleared between transactions.
-struct ByKey {
+/// One transaction's reads, listed per key (a linked list per key in `cells`, stamped with the
+/// reader so nothing is cleared between transactions); each writer the reader read is then
+/// walked once over the keys it wrote.
+struct ReadsByKey {
     stamp: Vec<u32>,
     head: Vec<u32>,
-    /// (writer, the read op that read it, next cell)
-    cells: Vec<(Node, u32, u32)>,
-    added: Vec<u32>,
+    /// (position of the read in the reader, writer read, op, next cell)
+    cells: Vec<(u32, Node, u32, u32)>,
+    /// Per writer, the reader that last walked it.
+    walked: Vec<u32>,
 }
 
-impl ByKey {
-    fn new(f: &Facts) -> ByKey {
-        ByKey {
+impl ReadsByKey {
+    fn new(f: &Facts) -> ReadsByKey {
+        ReadsByKey {
             stamp: vec![NIL; f.num_keys],
             head: vec![NIL; f.num_keys],
             cells: Vec::new(),
-            added: vec![NIL; f.num_nodes()],
+            walked: vec![NIL; f.num_nodes()],
         }
     }
-    /// Lists `w` (read by op `via` of `t2`) under every key it wrote, once per `t2`.
-    fn add(&mut self, f: &Facts, t2: Node, w: Node, via: u32) {
-        if w == INIT || self.added[w as usize] == t2 {
-            return;
-        }
-        self.added[w as usize] = t2;
-        for &k in f.writes_of(w) {
-            let k = k as usize;
-            if self.stamp[k] != t2 {
-                self.stamp[k] = t2;
-                self.head[k] = NIL;
+
+    /// For reader `t2`: every (t3, its first read's position and op, key, writer t1 of another
+    /// read of that key, that read's op and position) where t3 wrote the key — the candidates
+    /// both rules look at.
+    fn each(
+        &mut self,
+        f: &Facts,
+        t2: Node,
+        mut out: impl FnMut(Node, u32, u32, u32, Node, u32, u32),
+    ) {
+        self.cells.clear();
+        for (i, &(x, t1, op)) in f.reads_of(t2).iter().enumerate() {
+            let x = x as usize;
+            if self.stamp[x] != t2 {
+                self.stamp[x] = t2;
+                self.head[x] = NIL;
             }
-            self.cells.push((w, via, self.head[k]));
-            self.head[k] = self.cells.len() as u32 - 1;
+            self.cells.push((i as u32, t1, op, self.head[x]));
+            self.head[x] = self.cells.len() as u32 - 1;
+        }
+        for (j, &(_, t3, via)) in f.reads_of(t2).iter().enumerate() {
+            if t3 == INIT || self.walked[t3 as usize] == t2 {
+                continue;
+            }
+            self.walked[t3 as usize] = t2;
+            for &k in f.writes_of(t3) {
+                if self.stamp[k as usize] != t2 {
+                    continue;
+                }
+                let mut c = self.head[k as usize];
+                while c != NIL {
+                    let (i, t1, op, next) = self.cells[c as usize];
+                    if t1 != t3 {
+                        out(t3, j as u32, via, k, t1, op, i);
+                    }
+                    c = next;
+                }
+            }
         }
     }
-    /// Every writer of `k` listed for `t2`, with the op that read it.
-    fn each(&self, t2: Node, k: u32, mut f: impl FnMut(Node, u32)) {
-        if self.stamp[k as usize] != t2 {
-            return;
-        }
-        let mut c = self.head[k as usize];
-        while c != NIL {
-            let (w, via, next) = self.cells[c as usize];
-            f(w, via);
-            c = next;
-        }
-    }
+}
+
+/// Whether session order already puts `a` before `b` (so a forced edge a → b adds nothing).
+fn in_session_before(f: &Facts, a: Node, b: Node) -> bool {
+    let (ca, pa) = f.chain_of[a as usize];
+    let (cb, pb) = f.chain_of[b as usize];
+    a != INIT && b != INIT && ca == cb && pa < pb
 }
 
 fn dedup(mut v: Vec<Forced>) -> Vec<Forced> {
@@ -69,23 +90,20 @@ fn dedup(mut v: Vec<Forced>) -> Vec<Forced> {
 /// Read committed: a writer of x that t2 read *earlier* precedes the writer of x it reads now.
 pub(super) fn read_committed(f: &Facts) -> Vec<Forced> {
     let mut out = Vec::new();
-    let mut bk = ByKey::new(f);
+    let mut rk = ReadsByKey::new(f);
     for t2 in 1..f.num_nodes() as Node {
-        bk.cells.clear();
-        for &(x, t1, op) in f.reads_of(t2) {
-            bk.each(t2, x, |t3, via| {
-                if t3 != t1 {
-                    out.push(Forced {
-                        t3,
-                        t1,
-                        key: x,
-                        op,
-                        rule: Rule::Earlier { via },
-                    });
-                }
-            });
-            bk.add(f, t2, t1, op);
-        }
+        rk.each(f, t2, |t3, j, via, key, t1, op, i| {
+            // Read earlier: at a position before this read of the key.
+            if j < i && !in_session_before(f, t3, t1) {
+                out.push(Forced {
+                    t3,
+                    t1,
+                    key,
+                    op,
+                    rule: Rule::Earlier { via },
+                });
+            }
+        });
     }
     dedup(out)
 }
@@ -94,29 +112,25 @@ pub(super) fn read_committed(f: &Facts) -> Vec<Forced> {
 /// precedes the writer of x t2 reads.
 pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
     let mut out = Vec::new();
-    let mut bk = ByKey::new(f);
+    let mut rk = ReadsByKey::new(f);
     // Per (session, key): the session's last committed writer of the key so far.
     let mut last: FxHashMap<(u32, u32), Node> = FxHashMap::default();
     for t2 in 1..f.num_nodes() as Node {
-        bk.cells.clear();
-        for &(_, t1, op) in f.reads_of(t2) {
-            bk.add(f, t2, t1, op);
-        }
+        rk.each(f, t2, |t3, _, via, key, t1, op, _| {
+            if !in_session_before(f, t3, t1) {
+                out.push(Forced {
+                    t3,
+                    t1,
+                    key,
+                    op,
+                    rule: Rule::ReadFrom { via },
+                });
+            }
+        });
         let s = f.session[t2 as usize];
         for &(x, t1, op) in f.reads_of(t2) {
-            bk.each(t2, x, |t3, via| {
-                if t3 != t1 {
-                    out.push(Forced {
-                        t3,
-                        t1,
-                        key: x,
-                        op,
-                        rule: Rule::ReadFrom { via },
-                    });
-                }
-            });
             if let Some(&t3) = last.get(&(s, x)) {
-                if t3 != t1 {
+                if t3 != t1 && !in_session_before(f, t3, t1) {
                     out.push(Forced {
                         t3,
                         t1,
@@ -137,7 +151,9 @@ pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
 }
 
 /// Causal consistency: the last writer of x, on every session chain, in t2's causal past
-/// precedes the writer of x t2 reads (earlier writers on a chain follow by session order).
+/// precedes the writer of x t2 reads (earlier writers on a chain follow by session order);
+/// one already in t1's causal past, or behind an edge already forced into t1 on its chain,
+/// adds nothing and is skipped, so the edges stay within n × chains.
 /// None when session order and write→read already close a cycle (the check reports it).
 pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     let n = f.num_nodes();
@@ -166,7 +182,7 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             }
         }
     }
-    // Writers per key, by chain and position.
+    // Writers per key, by chain and position; per key its chain groups (chain, start, end).
     let mut wl: Vec<(u32, u32, u32, Node)> = Vec::new();
     for w in 1..n as Node {
         let (ch, pos) = f.chain_of[w as usize];
@@ -175,35 +191,74 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
         }
     }
     wl.sort_unstable();
-    let mut out = Vec::new();
-    for t2 in 1..n as Node {
-        let row = &vc[t2 as usize * c..t2 as usize * c + c];
-        for &(x, t1, op) in f.reads_of(t2) {
-            let lo = wl.partition_point(|w| w.0 < x);
-            let hi = wl.partition_point(|w| w.0 <= x);
-            let mut i = lo;
-            while i < hi {
-                let ch = wl[i].1;
-                let end = i + wl[i..hi].partition_point(|w| w.1 == ch);
-                let p = row[ch as usize];
-                if p > 0 {
-                    // The last writer of x on this chain at a position < p.
-                    let j = i + wl[i..end].partition_point(|w| w.2 < p);
-                    if j > i {
-                        let t3 = wl[j - 1].3;
-                        if t3 != t1 && t3 != t2 {
-                            out.push(Forced {
-                                t3,
-                                t1,
-                                key: x,
-                                op,
-                                rule: Rule::Causal,
-                            });
-                        }
-                    }
-                }
-                i = end;
+    let mut groups: Vec<(u32, u32, u32)> = Vec::new();
+    let mut key_groups = vec![0u32; f.num_keys + 1];
+    let mut i = 0;
+    for k in 0..f.num_keys {
+        key_groups[k] = groups.len() as u32;
+        while i < wl.len() && wl[i].0 as usize == k {
+            let ch = wl[i].1;
+            let start = i;
+            while i < wl.len() && wl[i].0 as usize == k && wl[i].1 == ch {
+                i += 1;
             }
+            groups.push((ch, start as u32, i as u32));
+        }
+    }
+    key_groups[f.num_keys] = groups.len() as u32;
+    // Per t1 and chain: 1 + the last position on the chain already known to precede t1 (its
+    // causal past, then the edges forced into it so far); a writer at or before it adds
+    // nothing (session order puts it before that one), so each forced edge is new.
+    let mut upto = vc.clone();
+    // Reads taken key by key (a counting sort), so each key's writers stay in cache while
+    // its readers are looked at: (reader, index into `f.reads`).
+    let mut start = vec![0u32; f.num_keys + 1];
+    for r in &f.reads {
+        start[r.0 as usize + 1] += 1;
+    }
+    for k in 0..f.num_keys {
+        start[k + 1] += start[k];
+    }
+    let mut by_key = vec![(0u32, 0u32); f.reads.len()];
+    for t2 in 1..n as Node {
+        for i in f.read_start[t2 as usize]..f.read_start[t2 as usize + 1] {
+            let k = f.reads[i as usize].0 as usize;
+            by_key[start[k] as usize] = (t2, i);
+            start[k] += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for &(t2, i) in &by_key {
+        let (x, t1, op) = f.reads[i as usize];
+        let row = &vc[t2 as usize * c..t2 as usize * c + c];
+        let gs = &groups[key_groups[x as usize] as usize..key_groups[x as usize + 1] as usize];
+        for &(ch, start, end) in gs {
+            let p = row[ch as usize];
+            let known = &mut upto[t1 as usize * c + ch as usize];
+            // Nothing on this chain t2 sees beyond what already precedes t1.
+            if p == 0 || (t1 != INIT && p <= *known) {
+                continue;
+            }
+            let run = &wl[start as usize..end as usize];
+            // The last writer of x on this chain at a position < p.
+            let j = run.partition_point(|w| w.2 < p);
+            if j == 0 {
+                continue;
+            }
+            let (p3, t3) = (run[j - 1].2, run[j - 1].3);
+            if t3 == t1 || t3 == t2 || (t1 != INIT && p3 < *known) {
+                continue;
+            }
+            if t1 != INIT {
+                *known = p3 + 1;
+            }
+            out.push(Forced {
+                t3,
+                t1,
+                key: x,
+                op,
+                rule: Rule::Causal,
+            });
         }
     }
     Some(dedup(out))

@@ -83,61 +83,81 @@ pub fn op_txns(h: &History) -> Vec<TxnId> {
 
 /// Resolves every read of `h`.
 pub fn resolve(h: &History) -> Resolution {
+    use rayon::prelude::*;
     let op_txn = op_txns(h);
-    let mut read_from = vec![FROM_NOBODY; h.num_ops()];
-    let mut problems = Vec::new();
+    // The common case first, in parallel: one hash lookup per read.
+    let read_from: Vec<OpId> = (0..h.num_ops())
+        .into_par_iter()
+        .with_min_len(1 << 14)
+        .map(|o| {
+            let (k, v) = (h.op_key[o], h.op_value[o]);
+            match h.op_kind[o] {
+                OpKind::Write => o as OpId,
+                OpKind::ReadInit => FROM_INIT,
+                OpKind::Read => match h.write_index.get(&(k, v)) {
+                    // The common case, and the only one of a history with unique values.
+                    Some(&w) if h.init_value != Some(v) && !h.dup_writes.contains_key(&(k, v)) => w,
+                    Some(_) => FROM_AMBIGUOUS,
+                    None if h.init_value == Some(v) => FROM_INIT,
+                    None => FROM_NOBODY,
+                },
+            }
+        })
+        .collect();
+    // Reads of a repeated value: their candidates, in op order.
     let mut ambiguous = Vec::new();
     let mut cand_ops = Vec::new();
-    for o in 0..h.num_ops() {
-        let (k, v) = (h.op_key[o], h.op_value[o]);
-        read_from[o] = match h.op_kind[o] {
-            OpKind::Write => o as OpId,
-            OpKind::ReadInit => FROM_INIT,
-            OpKind::Read => match h.write_index.get(&(k, v)) {
-                // The common case, and the only one of a history with unique values.
-                Some(&w) if h.init_value != Some(v) && !h.dup_writes.contains_key(&(k, v)) => w,
-                Some(_) => {
-                    let a = cand_ops.len() as u32;
-                    if h.init_value == Some(v) {
-                        cand_ops.push(FROM_INIT);
-                    }
-                    cand_ops.extend(h.writes_of(k, v));
-                    ambiguous.push((o as OpId, a, cand_ops.len() as u32));
-                    FROM_AMBIGUOUS
+    if !h.dup_writes.is_empty() || h.init_value.is_some() {
+        for o in (0..h.num_ops()).filter(|&o| read_from[o] == FROM_AMBIGUOUS) {
+            let (k, v) = (h.op_key[o], h.op_value[o]);
+            let a = cand_ops.len() as u32;
+            if h.init_value == Some(v) {
+                cand_ops.push(FROM_INIT);
+            }
+            cand_ops.extend(h.writes_of(k, v));
+            ambiguous.push((o as OpId, a, cand_ops.len() as u32));
+        }
+    }
+    // What Cobra's logs claim about each read, against what it resolved to.
+    let problems: Vec<(OpId, ReadProblem)> = match &h.cobra {
+        None => Vec::new(),
+        Some(c) => (0..h.num_ops())
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .filter_map(|o| {
+                if h.op_kind[o] != OpKind::Read {
+                    return None;
                 }
-                None if h.init_value == Some(v) => FROM_INIT,
-                None => {
-                    if h.cobra.is_some() && h.op_value[o] == DELETE_WRITE_ID {
-                        problems.push((o as OpId, ReadProblem::AmbiguousDelete));
-                    }
-                    FROM_NOBODY
+                let w = read_from[o];
+                if w == FROM_NOBODY && h.op_value[o] == DELETE_WRITE_ID {
+                    return Some((o as OpId, ReadProblem::AmbiguousDelete));
                 }
-            },
-        };
-        if let (Some(c), OpKind::Read) = (&h.cobra, h.op_kind[o]) {
-            let w = read_from[o];
-            if w < FROM_AMBIGUOUS {
+                if w >= FROM_AMBIGUOUS {
+                    return None;
+                }
                 let actual = h.txn_ext[op_txn[w as usize] as usize];
                 if c.read_writer[o] != actual {
-                    problems.push((
+                    Some((
                         o as OpId,
                         ReadProblem::WrongWriter {
                             claimed: c.read_writer[o],
                             actual,
                         },
-                    ));
+                    ))
                 } else if c.value_hash[o] != c.value_hash[w as usize] {
-                    problems.push((
+                    Some((
                         o as OpId,
                         ReadProblem::ValueMismatch {
                             read: c.value_hash[o],
                             written: c.value_hash[w as usize],
                         },
-                    ));
+                    ))
+                } else {
+                    None
                 }
-            }
-        }
-    }
+            })
+            .collect(),
+    };
     Resolution {
         read_from,
         op_txn,
