@@ -293,3 +293,28 @@ fn the_ladder_stops_each_branch_at_its_first_failure() {
     );
     let _ = std::fs::remove_file(&p);
 }
+
+/// Plume's (and AWDIT's, PolySI's) text format runs at the weak levels unchanged: T3 reads T2's
+/// key 2, T2 read T1's key 1, yet T3 reads key 1 as initial (0): read atomic holds (T3 saw
+/// nothing of T1 directly), causal consistency does not.
+#[test]
+fn plume_text_histories_check_at_the_weak_levels() {
+    let p = write(
+        "plume.txt",
+        "w(1,1,0,1)\nr(1,1,1,2)\nw(2,2,1,2)\nr(2,2,2,3)\nr(1,0,2,3)\n",
+    );
+    let run = |level: &str| {
+        krait()
+            .arg("check")
+            .arg(&p)
+            .args(["--level", level, "--json"])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run("ra").status.code(), Some(0));
+    let cc = run("cc");
+    assert_eq!(cc.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&cc.stdout).unwrap();
+    assert_eq!(v["anomaly"], "causality-violation", "{v:#}");
+    let _ = std::fs::remove_file(&p);
+}
