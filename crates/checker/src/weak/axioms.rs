@@ -82,16 +82,39 @@ fn in_session_before(f: &Facts, a: Node, b: Node) -> bool {
 }
 
 fn dedup(mut v: Vec<Forced>) -> Vec<Forced> {
-    v.sort_by_key(|e| (e.t3, e.t1, e.rule, e.op));
+    use rayon::slice::ParallelSliceMut;
+    v.par_sort_unstable_by_key(|e| (e.t3, e.t1, e.rule, e.op));
     v.dedup_by_key(|e| (e.t3, e.t1));
     v
 }
 
+/// Runs `per_reader` over every reader, split into one contiguous range per thread (each with
+/// its own scratch, allocated once), and gathers what they found.
+fn over_readers(
+    f: &Facts,
+    per_reader: impl Fn(&mut ReadsByKey, Node, &mut Vec<Forced>) + Sync,
+) -> Vec<Forced> {
+    use rayon::prelude::*;
+    let n = f.num_nodes() as u32;
+    let parts = (rayon::current_num_threads() as u32).clamp(1, n.max(1));
+    let per = n.div_ceil(parts);
+    let found: Vec<Vec<Forced>> = (0..parts)
+        .into_par_iter()
+        .map(|i| {
+            let mut rk = ReadsByKey::new(f);
+            let mut out = Vec::new();
+            for t2 in (i * per).max(1)..((i + 1) * per).min(n) {
+                per_reader(&mut rk, t2, &mut out);
+            }
+            out
+        })
+        .collect();
+    found.concat()
+}
+
 /// Read committed: a writer of x that t2 read *earlier* precedes the writer of x it reads now.
 pub(super) fn read_committed(f: &Facts) -> Vec<Forced> {
-    let mut out = Vec::new();
-    let mut rk = ReadsByKey::new(f);
-    for t2 in 1..f.num_nodes() as Node {
+    dedup(over_readers(f, |rk, t2, out| {
         rk.each(f, t2, |t3, j, via, key, t1, op, i| {
             // Read earlier: at a position before this read of the key.
             if j < i && !in_session_before(f, t3, t1) {
@@ -103,19 +126,14 @@ pub(super) fn read_committed(f: &Facts) -> Vec<Forced> {
                     rule: Rule::Earlier { via },
                 });
             }
-        });
-    }
-    dedup(out)
+        })
+    }))
 }
 
 /// Read atomic: a writer of x that t2 read at all, or that precedes t2 in its session,
 /// precedes the writer of x t2 reads.
 pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
-    let mut out = Vec::new();
-    let mut rk = ReadsByKey::new(f);
-    // Per (session, key): the session's last committed writer of the key so far.
-    let mut last: FxHashMap<(u32, u32), Node> = FxHashMap::default();
-    for t2 in 1..f.num_nodes() as Node {
+    let mut out = over_readers(f, |rk, t2, out| {
         rk.each(f, t2, |t3, _, via, key, t1, op, _| {
             if !in_session_before(f, t3, t1) {
                 out.push(Forced {
@@ -126,10 +144,28 @@ pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
                     rule: Rule::ReadFrom { via },
                 });
             }
-        });
+        })
+    });
+    // Per (session, key): the session's last committed writer of the key so far, in a dense
+    // table when it is small enough.
+    let sessions = f
+        .session
+        .iter()
+        .filter(|&&s| s != NIL)
+        .max()
+        .map_or(0, |&s| s + 1) as usize;
+    let dense = sessions * f.num_keys <= 1 << 25;
+    let mut table = vec![INIT; if dense { sessions * f.num_keys } else { 0 }];
+    let mut map: FxHashMap<(u32, u32), Node> = FxHashMap::default();
+    for t2 in 1..f.num_nodes() as Node {
         let s = f.session[t2 as usize];
         for &(x, t1, op) in f.reads_of(t2) {
-            if let Some(&t3) = last.get(&(s, x)) {
+            let last = if dense {
+                Some(table[s as usize * f.num_keys + x as usize]).filter(|&t| t != INIT)
+            } else {
+                map.get(&(s, x)).copied()
+            };
+            if let Some(t3) = last {
                 if t3 != t1 && !in_session_before(f, t3, t1) {
                     out.push(Forced {
                         t3,
@@ -143,7 +179,11 @@ pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
         }
         if f.committed[t2 as usize] {
             for &k in f.writes_of(t2) {
-                last.insert((s, k), t2);
+                if dense {
+                    table[s as usize * f.num_keys + k as usize] = t2;
+                } else {
+                    map.insert((s, k), t2);
+                }
             }
         }
     }
@@ -190,7 +230,10 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             wl.push((k, ch, pos, w));
         }
     }
-    wl.sort_unstable();
+    {
+        use rayon::slice::ParallelSliceMut;
+        wl.par_sort_unstable();
+    }
     let mut groups: Vec<(u32, u32, u32)> = Vec::new();
     let mut key_groups = vec![0u32; f.num_keys + 1];
     let mut i = 0;
@@ -209,7 +252,6 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     // Per t1 and chain: 1 + the last position on the chain already known to precede t1 (its
     // causal past, then the edges forced into it so far); a writer at or before it adds
     // nothing (session order puts it before that one), so each forced edge is new.
-    let mut upto = vc.clone();
     // Reads taken key by key (a counting sort), so each key's writers stay in cache while
     // its readers are looked at: (reader, index into `f.reads`).
     let mut start = vec![0u32; f.num_keys + 1];
@@ -227,39 +269,56 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             start[k] += 1;
         }
     }
-    let mut out = Vec::new();
-    for &(t2, i) in &by_key {
-        let (x, t1, op) = f.reads[i as usize];
-        let row = &vc[t2 as usize * c..t2 as usize * c + c];
-        let gs = &groups[key_groups[x as usize] as usize..key_groups[x as usize + 1] as usize];
-        for &(ch, start, end) in gs {
-            let p = row[ch as usize];
-            let known = &mut upto[t1 as usize * c + ch as usize];
-            // Nothing on this chain t2 sees beyond what already precedes t1.
-            if p == 0 || (t1 != INIT && p <= *known) {
-                continue;
+    // One contiguous run of reads per thread; each keeps its own copy of what is known to
+    // precede each t1 (so a few edges may be found twice, and deduplicated).
+    use rayon::prelude::*;
+    let parts = rayon::current_num_threads().clamp(1, by_key.len().max(1));
+    let per = by_key.len().div_ceil(parts).max(1);
+    let found: Vec<Vec<Forced>> = by_key
+        .par_chunks(per)
+        .map(|chunk| {
+            // Per t1 and chain: 1 + the last position on the chain already known to precede
+            // t1 (its causal past, then the edges forced into it so far); a writer at or
+            // before it adds nothing (session order puts it before that one).
+            let mut upto = vc.clone();
+            let mut out = Vec::new();
+            for &(t2, i) in chunk {
+                let (x, t1, op) = f.reads[i as usize];
+                let row = &vc[t2 as usize * c..t2 as usize * c + c];
+                let gs =
+                    &groups[key_groups[x as usize] as usize..key_groups[x as usize + 1] as usize];
+                for &(ch, start, end) in gs {
+                    let p = row[ch as usize];
+                    let known = &mut upto[t1 as usize * c + ch as usize];
+                    // Nothing on this chain t2 sees beyond what already precedes t1.
+                    if p == 0 || (t1 != INIT && p <= *known) {
+                        continue;
+                    }
+                    let run = &wl[start as usize..end as usize];
+                    // The last writer of x on this chain at a position < p.
+                    let j = run.partition_point(|w| w.2 < p);
+                    if j == 0 {
+                        continue;
+                    }
+                    let (p3, t3) = (run[j - 1].2, run[j - 1].3);
+                    if t3 == t1 || t3 == t2 || (t1 != INIT && p3 < *known) {
+                        continue;
+                    }
+                    if t1 != INIT {
+                        *known = p3 + 1;
+                    }
+                    out.push(Forced {
+                        t3,
+                        t1,
+                        key: x,
+                        op,
+                        rule: Rule::Causal,
+                    });
+                }
             }
-            let run = &wl[start as usize..end as usize];
-            // The last writer of x on this chain at a position < p.
-            let j = run.partition_point(|w| w.2 < p);
-            if j == 0 {
-                continue;
-            }
-            let (p3, t3) = (run[j - 1].2, run[j - 1].3);
-            if t3 == t1 || t3 == t2 || (t1 != INIT && p3 < *known) {
-                continue;
-            }
-            if t1 != INIT {
-                *known = p3 + 1;
-            }
-            out.push(Forced {
-                t3,
-                t1,
-                key: x,
-                op,
-                rule: Rule::Causal,
-            });
-        }
-    }
+            out
+        })
+        .collect();
+    let out = found.concat();
     Some(dedup(out))
 }
