@@ -214,7 +214,7 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    sort_by_key_then_rest(&mut f.reads, h.num_keys());
+    super::sort_by_key_then_rest(&mut f.reads, h.num_keys());
     // A list read and the read of its last element may state the same read.
     f.reads.dedup();
     f.writes.sort_unstable();
@@ -267,32 +267,6 @@ fn session_order(h: &History, b: &mut Built) {
     }
     b.chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
     b.num_chains = num_chains;
-}
-
-/// Sorts (key, writer, reader) facts: bucketed by key first (keys are dense ids), then each
-/// key's few facts sorted, instead of one comparison sort over a million reads.
-fn sort_by_key_then_rest(v: &mut Vec<(u32, Node, Node)>, num_keys: usize) {
-    if v.len() < 1 << 14 || num_keys == 0 {
-        v.sort_unstable();
-        return;
-    }
-    let mut start = vec![0u32; num_keys + 1];
-    for r in v.iter() {
-        start[r.0 as usize + 1] += 1;
-    }
-    for i in 0..num_keys {
-        start[i + 1] += start[i];
-    }
-    let mut out = vec![(0, 0, 0); v.len()];
-    let mut fill = start.clone();
-    for &r in v.iter() {
-        out[fill[r.0 as usize] as usize] = r;
-        fill[r.0 as usize] += 1;
-    }
-    for k in 0..num_keys {
-        out[start[k] as usize..start[k + 1] as usize].sort_unstable();
-    }
-    *v = out;
 }
 
 /// What the per-transaction pass reuses: which writes are final in their transaction (one pass

@@ -205,3 +205,29 @@ pub(crate) struct Facts {
     pub amb: Vec<Choice>,
     pub resolved: Vec<(u32, u32)>,
 }
+
+/// Sorts (key, writer, reader) facts: bucketed by key first (keys are dense ids), then each
+/// key's few facts sorted, instead of one comparison sort over a million reads.
+pub(crate) fn sort_by_key_then_rest(v: &mut Vec<(u32, Node, Node)>, num_keys: usize) {
+    if v.len() < 1 << 14 || num_keys == 0 {
+        v.sort_unstable();
+        return;
+    }
+    let mut start = vec![0u32; num_keys + 1];
+    for r in v.iter() {
+        start[r.0 as usize + 1] += 1;
+    }
+    for i in 0..num_keys {
+        start[i + 1] += start[i];
+    }
+    let mut out = vec![(0, 0, 0); v.len()];
+    let mut fill = start.clone();
+    for &r in v.iter() {
+        out[fill[r.0 as usize] as usize] = r;
+        fill[r.0 as usize] += 1;
+    }
+    for k in 0..num_keys {
+        out[start[k] as usize..start[k + 1] as usize].sort_unstable();
+    }
+    *v = out;
+}
