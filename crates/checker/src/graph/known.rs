@@ -96,11 +96,7 @@ impl Built {
 /// Which transactions take part: the committed ones, and those whose outcome is unknown but
 /// that an included transaction read from (so they must have committed), or that the caller
 /// knows were read (`committed_unknown`).
-pub(crate) fn included(
-    h: &History,
-    r: &Resolution,
-    committed_unknown: &[TxnId],
-) -> (Vec<bool>, usize) {
+fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bool>, usize) {
     let mut inc: Vec<bool> = h
         .txn_status
         .iter()
@@ -153,25 +149,12 @@ pub fn build(
     opts: &Options,
     committed_unknown: &[TxnId],
 ) -> Result<(Built, Facts), Finding> {
-    let (inc, excluded_unknown) = included(h, r, committed_unknown);
-    // Claims Cobra's logs make that the history contradicts.
-    for (op, problem) in &r.problems {
-        let t = r.op_txn[*op as usize];
-        if inc[t as usize] {
-            return Err(Finding::ReadProblem {
-                op: *op,
-                problem: problem.clone(),
-            });
-        }
-    }
-    let mut node_txn = Vec::new();
-    let mut txn_node = vec![u32::MAX; h.num_txns()];
-    for t in 0..h.num_txns() {
-        if inc[t] {
-            txn_node[t] = node_txn.len() as Node + 1;
-            node_txn.push(t as TxnId);
-        }
-    }
+    let Participants {
+        inc,
+        excluded_unknown,
+        node_txn,
+        txn_node,
+    } = participants(h, r, committed_unknown)?;
     let ntx = node_txn.len() + 1;
     let mut b = Built {
         num_nodes: ntx,
@@ -234,39 +217,114 @@ pub fn build(
     Ok((b, f))
 }
 
-/// Session order, skipping transactions that are not included. A transaction whose outcome is
-/// unknown started after its session's earlier commits, but its commit may land after the
-/// session's later transactions (the client gave up waiting and went on): it gets an edge in
-/// from the last committed transaction before it and none out, and a chain of its own so the
-/// session's chain stays totally ordered. Later transactions follow that last commit.
-fn session_order(h: &History, b: &mut Built) {
-    let mut num_chains = h.num_sessions() + 1;
+/// Session order over the included transactions, as every level takes it. A transaction whose
+/// outcome is unknown started after its session's earlier commits, but its commit may land after
+/// the session's later transactions (the client gave up waiting and went on): it follows the last
+/// committed transaction before it and precedes nobody, on a chain of its own (numbered from
+/// `first_free`) so the session's chain stays totally ordered. `visit(node, session, (chain,
+/// position), the last committed node before it, unknown)`; returns the number of chains.
+pub(crate) fn walk_sessions(
+    h: &History,
+    txn_node: &[Node],
+    first_free: usize,
+    mut visit: impl FnMut(Node, u32, (u32, u32), Option<Node>, bool),
+) -> usize {
+    let mut num_chains = first_free;
     for s in 0..h.num_sessions() {
         let mut prev: Option<Node> = None;
         let mut pos = 0;
         for t in h.session_range(s) {
-            let n = b.txn_node[t as usize];
+            let n = txn_node[t as usize];
             if n == u32::MAX {
                 continue;
             }
             let unknown = h.txn_status[t as usize] == TxnStatus::Unknown;
-            if unknown {
-                b.chain_of[n as usize] = (num_chains as u32, 0);
+            let at = if unknown {
                 num_chains += 1;
+                (num_chains as u32 - 1, 0)
             } else {
-                b.chain_of[n as usize] = (s as u32, pos);
                 pos += 1;
-            }
-            if let Some(p) = prev {
-                b.push_edge(p, n, Label::fact(EdgeKind::Session, NO_KEY));
-            }
+                (s as u32, pos - 1)
+            };
+            visit(n, s as u32, at, prev, unknown);
             if !unknown {
                 prev = Some(n);
             }
         }
     }
+    num_chains
+}
+
+/// Session order into the known graph, with the session chains of the reachability index (the
+/// initial state on a chain of its own).
+fn session_order(h: &History, b: &mut Built) {
+    let txn_node = std::mem::take(&mut b.txn_node);
+    let first_free = h.num_sessions() + 1;
+    b.num_chains = walk_sessions(h, &txn_node, first_free, |n, _, at, prev, _| {
+        b.chain_of[n as usize] = at;
+        if let Some(p) = prev {
+            b.push_edge(p, n, Label::fact(EdgeKind::Session, NO_KEY));
+        }
+    });
+    b.txn_node = txn_node;
     b.chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
-    b.num_chains = num_chains;
+}
+
+/// Which transactions take part, numbered as graph nodes (node i+1 is `node_txn[i]`).
+pub(crate) struct Participants {
+    pub inc: Vec<bool>,
+    pub excluded_unknown: usize,
+    pub node_txn: Vec<TxnId>,
+    pub txn_node: Vec<Node>,
+}
+
+/// The participants (see [`included`]), or the first claim of Cobra's logs about one of their
+/// reads that the history contradicts.
+pub(crate) fn participants(
+    h: &History,
+    r: &Resolution,
+    committed_unknown: &[TxnId],
+) -> Result<Participants, Finding> {
+    let (inc, excluded_unknown) = included(h, r, committed_unknown);
+    for (op, problem) in &r.problems {
+        if inc[r.op_txn[*op as usize] as usize] {
+            return Err(Finding::ReadProblem {
+                op: *op,
+                problem: problem.clone(),
+            });
+        }
+    }
+    let mut node_txn = Vec::new();
+    let mut txn_node = vec![u32::MAX; h.num_txns()];
+    for t in 0..h.num_txns() {
+        if inc[t] {
+            txn_node[t] = node_txn.len() as Node + 1;
+            node_txn.push(t as TxnId);
+        }
+    }
+    Ok(Participants {
+        inc,
+        excluded_unknown,
+        node_txn,
+        txn_node,
+    })
+}
+
+/// Per op, whether it is its transaction's last write of its key (the only write another
+/// transaction may read): one backwards pass over every transaction.
+pub(crate) fn final_writes(h: &History) -> Vec<bool> {
+    let mut stamp = vec![u32::MAX; h.num_keys()];
+    let mut final_write = vec![false; h.num_ops()];
+    for t in 0..h.num_txns() as u32 {
+        for o in h.ops(t).rev() {
+            let k = h.op_key[o] as usize;
+            if h.op_kind[o] == OpKind::Write && stamp[k] != t {
+                stamp[k] = t;
+                final_write[o] = true;
+            }
+        }
+    }
+    final_write
 }
 
 /// What the per-transaction pass reuses: which writes are final in their transaction (one pass
@@ -284,22 +342,10 @@ pub(super) struct KeySlots {
 
 impl KeySlots {
     pub(super) fn new(h: &History) -> KeySlots {
-        let mut stamp = vec![u32::MAX; h.num_keys()];
-        let mut final_write = vec![false; h.num_ops()];
-        for t in 0..h.num_txns() as u32 {
-            for o in h.ops(t).rev() {
-                let k = h.op_key[o] as usize;
-                if h.op_kind[o] == OpKind::Write && stamp[k] != t {
-                    stamp[k] = t;
-                    final_write[o] = true;
-                }
-            }
-        }
-        stamp.fill(u32::MAX);
         KeySlots {
-            final_write,
+            final_write: final_writes(h),
             slot: vec![0; h.num_keys()],
-            stamp,
+            stamp: vec![u32::MAX; h.num_keys()],
             scratch: Vec::new(),
             wr_stamp: vec![u32::MAX; h.num_txns() + 1],
         }

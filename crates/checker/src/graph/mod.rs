@@ -10,7 +10,10 @@ mod reach;
 mod split;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
-pub(crate) use known::{build, included, Built, ChainRec, Constraint, INIT};
+pub(crate) use known::{
+    build, final_writes, participants, walk_sessions, Built, ChainRec, Constraint, Participants,
+    INIT,
+};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, ChainReach, Reach, ReachCtx};
 

@@ -4,8 +4,10 @@
 //! rules the history out at every level.
 
 use crate::findings::Finding;
-use crate::graph::{EdgeKind, Label, Node, INIT, NO_KEY};
-use krait_history::{History, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, FROM_NOBODY};
+use crate::graph::{
+    final_writes, participants, walk_sessions, EdgeKind, Label, Node, Participants, INIT, NO_KEY,
+};
+use krait_history::{History, OpKind, Resolution, TxnId, FROM_INIT, FROM_NOBODY};
 
 pub(crate) struct Facts {
     /// Node i+1 is transaction `node_txn[i]`; node 0 is the initial state.
@@ -42,37 +44,15 @@ impl Facts {
     }
 
     pub fn build(h: &History, r: &Resolution) -> Result<Facts, Finding> {
-        let (inc, excluded_unknown) = crate::graph::included(h, r, &[]);
-        for (op, problem) in &r.problems {
-            if inc[r.op_txn[*op as usize] as usize] {
-                return Err(Finding::ReadProblem {
-                    op: *op,
-                    problem: problem.clone(),
-                });
-            }
-        }
-        let mut node_txn = Vec::new();
-        let mut txn_node = vec![u32::MAX; h.num_txns()];
-        for t in 0..h.num_txns() {
-            if inc[t] {
-                txn_node[t] = node_txn.len() as Node + 1;
-                node_txn.push(t as TxnId);
-            }
-        }
+        let Participants {
+            inc,
+            excluded_unknown,
+            node_txn,
+            txn_node,
+        } = participants(h, r, &[])?;
         let n = node_txn.len() + 1;
-        // Which writes are their transaction's last of the key (the only ones others may read).
+        let final_write = final_writes(h);
         let mut stamp = vec![u32::MAX; h.num_keys()];
-        let mut final_write = vec![false; h.num_ops()];
-        for t in 0..h.num_txns() as u32 {
-            for o in h.ops(t).rev() {
-                let k = h.op_key[o] as usize;
-                if h.op_kind[o] == OpKind::Write && stamp[k] != t {
-                    stamp[k] = t;
-                    final_write[o] = true;
-                }
-            }
-        }
-        stamp.fill(u32::MAX);
         let mut own = vec![0u32; h.num_keys()];
         let mut wr_stamp = vec![u32::MAX; n];
         let mut f = Facts {
@@ -152,37 +132,17 @@ impl Facts {
         Ok(f)
     }
 
-    /// Session order as the known graph has it: committed transactions in log order; one of
-    /// unknown outcome follows the commits before it and holds back nobody.
+    /// Session order as the known graph has it (`graph::walk_sessions`); the initial state is
+    /// on no chain.
     fn session_order(&mut self, h: &History, txn_node: &[Node]) {
-        let mut chains = h.num_sessions() as u32;
-        for s in 0..h.num_sessions() {
-            let mut prev: Option<Node> = None;
-            let mut pos = 0;
-            for t in h.session_range(s) {
-                let n = txn_node[t as usize];
-                if n == u32::MAX {
-                    continue;
-                }
-                let unknown = h.txn_status[t as usize] == TxnStatus::Unknown;
-                self.session[n as usize] = s as u32;
-                self.committed[n as usize] = !unknown;
-                if unknown {
-                    self.chain_of[n as usize] = (chains, 0);
-                    chains += 1;
-                } else {
-                    self.chain_of[n as usize] = (s as u32, pos);
-                    pos += 1;
-                }
-                if let Some(p) = prev {
-                    self.known
-                        .push((p, n, Label::fact(EdgeKind::Session, NO_KEY)));
-                }
-                if !unknown {
-                    prev = Some(n);
-                }
+        self.num_chains = walk_sessions(h, txn_node, h.num_sessions(), |n, s, at, prev, unknown| {
+            self.session[n as usize] = s;
+            self.committed[n as usize] = !unknown;
+            self.chain_of[n as usize] = at;
+            if let Some(p) = prev {
+                self.known
+                    .push((p, n, Label::fact(EdgeKind::Session, NO_KEY)));
             }
-        }
-        self.num_chains = chains;
+        }) as u32;
     }
 }
