@@ -100,16 +100,9 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
     } else {
         super::classify(&cycle)
     };
-    let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
-    let summary = format!(
-        "{}: cycle {} -> {}",
-        anomaly.name(),
-        names.join(" -> "),
-        names[0]
-    );
     Certificate {
         anomaly,
-        summary,
+        summary: super::explain::cycle_summary(anomaly, &cycle),
         txns: x.txns_of_edges(&es),
         cycle,
         constraints: Vec::new(),

@@ -111,6 +111,25 @@ pub(crate) fn simple(
     }
 }
 
+/// A session-order edge in words: `a` came before `b` in the session of transaction `t`.
+pub(crate) fn session_text(h: &History, a: &str, b: &str, t: Option<TxnId>) -> String {
+    let s = t
+        .map(|t| printable(&h.session_names[h.session_of(t)]))
+        .unwrap_or_default();
+    format!("{a} came before {b} in session {s}")
+}
+
+/// "<anomaly>: cycle A -> B -> A", the summary of a cycle certificate.
+pub(crate) fn cycle_summary(anomaly: Anomaly, cycle: &[CertEdge]) -> String {
+    let names: Vec<&str> = cycle.iter().map(|e| e.from.as_str()).collect();
+    format!(
+        "{}: cycle {} -> {}",
+        anomaly.name(),
+        names.join(" -> "),
+        names.first().copied().unwrap_or_default()
+    )
+}
+
 /// Classifies a cycle by its edge kinds (Adya): session edges do not count; a cycle that needs a
 /// real-time edge is the real-time variant (a violation of strict serializability only).
 pub fn classify(cycle: &[CertEdge]) -> Anomaly {
@@ -207,14 +226,7 @@ impl Explainer<'_> {
         let key = (l.key != NO_KEY).then(|| key_name(self.h, l.key));
         let kn = key.clone().unwrap_or_default();
         let explanation = match l.kind {
-            EdgeKind::Session => {
-                let s = self
-                    .b
-                    .txn_of(u)
-                    .map(|t| printable(&self.h.session_names[self.h.session_of(t)]))
-                    .unwrap_or_default();
-                format!("{a} came before {b} in session {s}")
-            }
+            EdgeKind::Session => session_text(self.h, &a, &b, self.b.txn_of(u)),
             EdgeKind::RealTime => format!(
                 "{a} committed before {b} started (real time, beyond the clock-drift allowance)"
             ),

@@ -3,7 +3,7 @@
 //! rule; named by the weakest rule on the cycle (non-monotonic read for read committed, fractured
 //! read or a session guarantee for read atomic, causality violation for causal consistency).
 
-use super::explain::{key_name, printable, txn_name, txns};
+use super::explain::{cycle_summary, key_name, session_text, txn_name, txns};
 use super::{Anomaly, CertEdge, Certificate};
 use crate::graph::{self, Csr, EdgeKind, Label, Node, INIT};
 use crate::weak::{Forced, Rule};
@@ -64,12 +64,7 @@ pub(crate) fn weak_certificate(
         let key = (l.key != crate::graph::NO_KEY).then(|| key_name(h, l.key));
         let kn = key.clone().unwrap_or_default();
         let explanation = match (l.kind, why[e as usize]) {
-            (EdgeKind::Session, _) => {
-                let s = txn(u).map_or(String::new(), |t| {
-                    printable(&h.session_names[h.session_of(t)])
-                });
-                format!("{a} came before {b} in session {s}")
-            }
+            (EdgeKind::Session, _) => session_text(h, &a, &b, txn(u)),
             (EdgeKind::Wr, _) => format!("{b} read {kn} from {a}"),
             (_, u32::MAX) => format!("{b} overwrote the initial version of {kn}"),
             (_, i) => {
@@ -129,13 +124,7 @@ pub(crate) fn weak_certificate(
         Some(Rule::Session) => Anomaly::SessionGuarantee,
         Some(Rule::Causal) => Anomaly::CausalityViolation,
     };
-    let names: Vec<String> = cycle.iter().map(|e| e.from.clone()).collect();
-    let summary = format!(
-        "{}: cycle {} -> {}",
-        anomaly.name(),
-        names.join(" -> "),
-        names[0]
-    );
+    let summary = cycle_summary(anomaly, &cycle);
     Certificate {
         anomaly,
         summary,

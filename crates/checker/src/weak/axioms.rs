@@ -1,8 +1,9 @@
 //! The edges each weak level forces: for a read of x from t1 by t2, every other writer t3 of x
 //! that t2 sees by the level's rule must precede t1. Linear in the facts for read committed and
-//! read atomic (writers a transaction read are indexed by the keys they wrote, per
-//! transaction); causal consistency keeps a vector clock per transaction over the session
-//! chains and finds, per chain, the last writer of x in the causal past by binary search.
+//! read atomic (a transaction's reads are indexed by key, then each writer it read is walked
+//! once over the keys it wrote); causal consistency keeps a vector clock per transaction over
+//! the session chains and finds, per chain, the last writer of x in the causal past by binary
+//! search. Readers are split over threads.
 
 use super::facts::Facts;
 use super::{Forced, Rule};

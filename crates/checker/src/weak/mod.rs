@@ -108,10 +108,10 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
     timings.graph = t1.elapsed();
     let t = Instant::now();
     let (edges, labels, why) = graph_of(&f, &forced);
-    stats.nodes = f.node_txn.len() + 1;
+    let n = f.num_nodes();
+    stats.nodes = n;
     stats.known_edges = edges.len();
     stats.constraints = forced.len();
-    let n = f.node_txn.len() + 1;
     let csr = Csr::build(n, &edges, false);
     let verdict = match graph::topo_order(n, &csr) {
         Ok(order) => {

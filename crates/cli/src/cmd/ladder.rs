@@ -97,9 +97,10 @@ pub(crate) fn run(
         };
         rungs.push((l, rung));
     }
-    let strongest = rungs.iter().rev().find_map(|(_, r)| match &r.outcome {
-        Outcome::Checked(rep) => Some(rep.verdict.clone()),
-        Outcome::Implied(_) => Some(Verdict::Reject(Box::new(implied_cert()))),
+    // The strongest level checked or implied decides the exit code.
+    let code = rungs.iter().rev().find_map(|(_, r)| match &r.outcome {
+        Outcome::Checked(rep) => Some(exit::of_verdict(Some(&rep.verdict))),
+        Outcome::Implied(_) => Some(ExitCode::from(exit::REJECT)),
         Outcome::Cannot(_) => None,
     });
     let holds = rungs
@@ -166,20 +167,5 @@ pub(crate) fn run(
             None => println!("no level holds"),
         }
     }
-    Ok(match strongest {
-        Some(v) => exit::of_verdict(Some(&v)),
-        None => ExitCode::from(exit::BAD_INPUT),
-    })
-}
-
-/// Stands for a level implied to fail (only its verdict's kind is used: the exit code).
-fn implied_cert() -> krait_checker::Certificate {
-    krait_checker::Certificate {
-        anomaly: krait_checker::Anomaly::Unsatisfiable,
-        summary: String::new(),
-        cycle: Vec::new(),
-        constraints: Vec::new(),
-        cases: Vec::new(),
-        txns: Vec::new(),
-    }
+    Ok(code.unwrap_or(ExitCode::from(exit::BAD_INPUT)))
 }
