@@ -145,23 +145,28 @@ pub fn replay_si(f: &Facts, order: &[Value], snaps: &[Value]) -> Result<String, 
         let mut own: HashMap<usize, Vec<u64>> = HashMap::new();
         for o in h.ops(t) {
             let k = h.op_key[o] as usize;
-            let seen: Vec<u64> = versions[k]
-                .iter()
-                .take_while(|v| v.0 < snap)
-                .map(|v| v.1)
-                .chain(own.get(&k).into_iter().flatten().copied())
-                .collect();
+            if h.op_kind[o] == OpKind::Write {
+                own.entry(k).or_default().push(h.op_value[o]);
+                continue;
+            }
+            // The snapshot's versions (those committed before position `snap`), then its own.
+            let snapshot = &versions[k][..versions[k].partition_point(|v| v.0 < snap)];
+            let mine: &[u64] = own.get(&k).map_or(&[], Vec::as_slice);
+            let latest = mine.last().or(snapshot.last().map(|v| &v.1));
             let ok = match (h.op_kind[o], h.list_of(o as u32)) {
-                (OpKind::Write, _) => {
-                    own.entry(k).or_default().push(h.op_value[o]);
-                    continue;
+                (_, Some(list)) => {
+                    list.len() == snapshot.len() + mine.len()
+                        && snapshot
+                            .iter()
+                            .map(|v| v.1)
+                            .chain(mine.iter().copied())
+                            .eq(list.iter().copied())
                 }
-                (_, Some(list)) => seen == list,
-                (OpKind::Read, None) => match seen.last() {
+                (OpKind::Read, None) => match latest {
                     Some(&v) => v == h.op_value[o],
                     None => h.init_value == Some(h.op_value[o]),
                 },
-                (OpKind::ReadInit, None) => seen.is_empty(),
+                _ => latest.is_none(),
             };
             reads += 1;
             if !ok {

@@ -66,49 +66,97 @@ fn writes(f: &Facts, t: TxnId, k: u32) -> bool {
     f.last_write(t, k).is_some()
 }
 
-/// Whether reader `t2`'s `i`-th external read lets it see `t3` under the level.
-fn sees(f: &Facts, level: Weak, t3: TxnId, t2: TxnId, i: usize, rs: &[(u32, Writer)]) -> bool {
-    let h = f.h;
-    let so = |a: TxnId, b: TxnId| {
-        f.session[a as usize] == f.session[b as usize]
-            && f.pos[a as usize] < f.pos[b as usize]
-            && h.txn_status[a as usize] == TxnStatus::Committed
-    };
-    let read_from = |a: TxnId, upto: usize| rs[..upto].iter().any(|r| r.1 == Ok(Some(a)));
-    match level {
-        Weak::ReadCommitted => read_from(t3, i),
-        Weak::ReadAtomic => read_from(t3, rs.len()) || so(t3, t2),
-        Weak::Causal => {
-            // Backwards from t2 over session order and write→read.
-            let mut seen = vec![false; h.num_txns()];
-            let mut stack = vec![t2];
-            while let Some(b) = stack.pop() {
-                let mut preds: Vec<TxnId> = (0..h.num_txns() as TxnId)
-                    .filter(|&a| f.took_part[a as usize] && so(a, b))
-                    .collect();
-                preds.extend(reads(f, b).into_iter().filter_map(|r| r.1.ok().flatten()));
-                for a in preds {
-                    if a == t3 {
-                        return true;
-                    }
-                    if !seen[a as usize] {
-                        seen[a as usize] = true;
-                        stack.push(a);
-                    }
-                }
+/// What reader `t2` sees under the level, worked out once per reader: where it first read
+/// each writer, and (causal) its whole causal past.
+struct Sight {
+    level: Weak,
+    t2: TxnId,
+    /// Writer → position of the first read of it.
+    first_read: HashMap<TxnId, usize>,
+    /// Causal: everything reaching `t2` by session order and write→read.
+    past: Vec<bool>,
+}
+
+/// Whether `a` committed before `b` in `b`'s session.
+fn so(f: &Facts, a: TxnId, b: TxnId) -> bool {
+    f.session[a as usize] == f.session[b as usize]
+        && f.pos[a as usize] < f.pos[b as usize]
+        && f.h.txn_status[a as usize] == TxnStatus::Committed
+}
+
+impl Sight {
+    fn new(f: &Facts, level: Weak, t2: TxnId, rs: &[(u32, Writer)]) -> Sight {
+        let mut first_read = HashMap::new();
+        for (i, r) in rs.iter().enumerate() {
+            if let Ok(Some(w)) = r.1 {
+                first_read.entry(w).or_insert(i);
             }
-            false
+        }
+        let past = if level == Weak::Causal {
+            causal_past(f, t2)
+        } else {
+            Vec::new()
+        };
+        Sight {
+            level,
+            t2,
+            first_read,
+            past,
         }
     }
+
+    /// Whether `t2`'s `i`-th external read sees `t3`.
+    fn sees(&self, f: &Facts, t3: TxnId, i: usize) -> bool {
+        match self.level {
+            Weak::ReadCommitted => self.first_read.get(&t3).is_some_and(|&j| j < i),
+            Weak::ReadAtomic => self.first_read.contains_key(&t3) || so(f, t3, self.t2),
+            Weak::Causal => self.past[t3 as usize],
+        }
+    }
+}
+
+/// Everything reaching `t2` backwards over session order and write→read.
+fn causal_past(f: &Facts, t2: TxnId) -> Vec<bool> {
+    let h = f.h;
+    let mut seen = vec![false; h.num_txns()];
+    let mut stack = vec![t2];
+    while let Some(b) = stack.pop() {
+        let session = h.session_range(f.session[b as usize] as usize);
+        let preds = session
+            .filter(|&a| f.took_part[a as usize] && so(f, a, b))
+            .chain(reads(f, b).into_iter().filter_map(|r| r.1.ok().flatten()));
+        for a in preds {
+            if !seen[a as usize] {
+                seen[a as usize] = true;
+                stack.push(a);
+            }
+        }
+    }
+    seen
 }
 
 /// An ACCEPT's commit order, checked against the level's axiom.
 pub fn replay(f: &Facts, order: &[Value], level: Weak) -> Result<String, Problem> {
     let h = f.h;
     let placed = crate::replay::placements(f, order, None)?;
+    // The placed writers of each key.
+    let mut writers: HashMap<u32, Vec<TxnId>> = HashMap::new();
+    for &t in placed.keys() {
+        let mut keys: Vec<u32> = h
+            .ops(t)
+            .filter(|&o| h.op_kind[o] == OpKind::Write)
+            .map(|o| h.op_key[o])
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            writers.entry(k).or_default().push(t);
+        }
+    }
     let mut count = 0;
     for (&t2, &p2) in &placed {
         let rs = reads(f, t2);
+        let sight = Sight::new(f, level, t2, &rs);
         for (i, (x, w)) in rs.iter().enumerate() {
             let x = *x;
             count += 1;
@@ -129,11 +177,11 @@ pub fn replay(f: &Facts, order: &[Value], level: Weak) -> Result<String, Problem
                     }
                 },
             };
-            for (&t3, &p3) in &placed {
-                if Some(t3) == t1 || t3 == t2 || !writes(f, t3, x) {
+            for &t3 in writers.get(&x).into_iter().flatten() {
+                if Some(t3) == t1 || t3 == t2 {
                     continue;
                 }
-                if sees(f, level, t3, t2, i, &rs) && p1.is_none_or(|p1| p3 > p1) {
+                if sight.sees(f, t3, i) && p1.is_none_or(|p1| placed[&t3] > p1) {
                     return invalid(format!(
                         "{} sees {} but read {} from {}, placed before it",
                         h.display_txn(t2),
@@ -170,10 +218,17 @@ pub fn forced(
     }
     for t2 in (0..h.num_txns() as TxnId).filter(|&t| f.took_part[t as usize] && t != from) {
         let rs = reads(f, t2);
-        for (i, r) in rs.iter().enumerate() {
-            if r.0 == k && r.1 == Ok(to) && sees(f, level, from, t2, i, &rs) {
-                return Ok(());
-            }
+        let read = |r: &(u32, Writer)| r.0 == k && r.1 == Ok(to);
+        if !rs.iter().any(read) {
+            continue;
+        }
+        let sight = Sight::new(f, level, t2, &rs);
+        if rs
+            .iter()
+            .enumerate()
+            .any(|(i, r)| read(r) && sight.sees(f, from, i))
+        {
+            return Ok(());
         }
     }
     invalid(format!(
