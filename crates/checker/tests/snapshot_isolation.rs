@@ -6,7 +6,9 @@
 mod common;
 
 use common::si::{random_si_history, si_order_is_valid, snapshot_isolated};
-use common::{all_option_sets, random_history_with, verified, Rng};
+use common::{
+    all_option_sets, cycle_edges, edge as e, is_closed, random_history_with, verified, Rng,
+};
 use krait_checker::{check, Anomaly, Level, Options, SolverKind, Verdict};
 use krait_history::{build_history, History, SimpleTxn as T};
 
@@ -71,10 +73,7 @@ fn run(count: usize, seed: u64, max_txns: u64, repeat: bool, sets: &[(String, Op
                     );
                 }
                 (Verdict::Reject(c), false) => {
-                    let cyc = &c.cycle;
-                    let closed = cyc.windows(2).all(|w| w[0].to == w[1].from)
-                        && cyc.first().map(|e| &e.from) == cyc.last().map(|e| &e.to);
-                    assert!(closed, "history {i} [{name}]: open cycle {c:#?}");
+                    assert!(is_closed(&c.cycle), "history {i} [{name}]: open cycle {c:#?}");
                 }
                 (Verdict::Unknown { .. }, _) if opts.solver == SolverKind::BruteForce => {}
                 (v, t) => panic!(
@@ -133,19 +132,10 @@ fn verdict(h: &History, level: Level) -> Verdict {
     rep.verdict
 }
 
-/// The cycle of a REJECT as (from, kind, to) triples.
+/// The anomaly and cycle of a REJECT.
 fn cycle_of(v: &Verdict) -> (Anomaly, Vec<(String, String, String)>) {
     let c = v.certificate().expect("a REJECT");
-    let edges = c
-        .cycle
-        .iter()
-        .map(|e| (e.from.clone(), e.kind.short().to_string(), e.to.clone()))
-        .collect();
-    (c.anomaly, edges)
-}
-
-fn e(a: &str, k: &str, b: &str) -> (String, String, String) {
-    (a.into(), k.into(), b.into())
+    (c.anomaly, cycle_edges(c))
 }
 
 #[test]

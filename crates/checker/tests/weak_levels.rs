@@ -8,7 +8,7 @@ mod common;
 
 use common::si::random_si_history;
 use common::weak::{weak_ok, Weak};
-use common::{random_history, Rng};
+use common::{cycle_edges, edge as e, is_closed, random_history, Rng};
 use krait_checker::{check, Anomaly, Level, Options, Verdict};
 use krait_history::{build_history, History, SimpleTxn as T};
 
@@ -27,10 +27,7 @@ fn accepts(h: &History, level: Level) -> bool {
     match rep.verdict {
         Verdict::Accept => true,
         Verdict::Reject(c) => {
-            let cyc = &c.cycle;
-            let closed = cyc.windows(2).all(|w| w[0].to == w[1].from)
-                && cyc.first().map(|e| &e.from) == cyc.last().map(|e| &e.to);
-            assert!(closed, "open cycle {c:#?}");
+            assert!(is_closed(&c.cycle), "open cycle {c:#?}");
             false
         }
         v => panic!("{v:?}"),
@@ -106,17 +103,6 @@ fn reject(h: &History, level: Level) -> krait_checker::Certificate {
     }
 }
 
-fn edges(c: &krait_checker::Certificate) -> Vec<(String, String, String)> {
-    c.cycle
-        .iter()
-        .map(|e| (e.from.clone(), e.kind.short().to_string(), e.to.clone()))
-        .collect()
-}
-
-fn e(a: &str, k: &str, b: &str) -> (String, String, String) {
-    (a.into(), k.into(), b.into())
-}
-
 #[test]
 fn read_skew_in_the_wrong_order_is_a_non_monotonic_read() {
     // T2 reads x from T1 and then y as initial, though T1 wrote y: its reads went back.
@@ -128,7 +114,7 @@ fn read_skew_in_the_wrong_order_is_a_non_monotonic_read() {
     let c = reject(&h, Level::ReadCommitted);
     assert_eq!(c.anomaly, Anomaly::NonMonotonicRead);
     assert_eq!(
-        edges(&c),
+        cycle_edges(&c),
         vec![e("INIT", "ww", "T1"), e("T1", "ww", "INIT")]
     );
     // Read the other way round (old y first, then new x), read committed allows it.
@@ -164,7 +150,7 @@ fn missing_a_causally_earlier_write_is_a_causality_violation() {
     let c = reject(&h, Level::Causal);
     assert_eq!(c.anomaly, Anomaly::CausalityViolation);
     assert_eq!(
-        edges(&c),
+        cycle_edges(&c),
         vec![e("INIT", "ww", "T1"), e("T1", "ww", "INIT")]
     );
     assert!(c.cycle[1].explanation.contains("causal past"), "{c:#?}");

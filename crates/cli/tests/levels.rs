@@ -51,6 +51,26 @@ impl Drop for TempPg {
     }
 }
 
+/// `krait run` of `workload` at `isolation` on the test's database, logs in `dir`, with `--check`
+/// and no `--level`: the level checked is what the store promises.
+fn run_and_check(
+    db: &TempPg,
+    isolation: &str,
+    workload: &str,
+    sizes: &[&str],
+    dir: &std::path::Path,
+) -> std::process::Output {
+    krait()
+        .args(["run", "--workload", workload, "--isolation", isolation])
+        .args(sizes)
+        .args(["--store", &db.url])
+        .arg("--out")
+        .arg(dir)
+        .arg("--check")
+        .output()
+        .unwrap()
+}
+
 fn write(name: &str, text: &str) -> std::path::PathBuf {
     let p = tmp(name);
     std::fs::write(&p, text).unwrap();
@@ -129,22 +149,13 @@ fn run_check_checks_what_postgres_repeatable_read_promises() {
     };
     let dir = tmp("rr-run");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = krait()
-        .args([
-            "run",
-            "--workload",
-            "write-skew",
-            "--clients",
-            "2",
-            "--txns",
-            "60",
-        ])
-        .args(["--isolation", "repeatable-read", "--store", &db.url])
-        .arg("--out")
-        .arg(&dir)
-        .arg("--check")
-        .output()
-        .unwrap();
+    let out = run_and_check(
+        &db,
+        "repeatable-read",
+        "write-skew",
+        &["--clients", "2", "--txns", "60"],
+        &dir,
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{s}");
     assert!(
@@ -210,22 +221,13 @@ fn run_check_checks_what_postgres_read_committed_promises() {
     };
     let dir = tmp("rc-run");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = krait()
-        .args([
-            "run",
-            "--workload",
-            "lost-update",
-            "--clients",
-            "4",
-            "--txns",
-            "200",
-        ])
-        .args(["--isolation", "read-committed", "--store", &db.url])
-        .arg("--out")
-        .arg(&dir)
-        .arg("--check")
-        .output()
-        .unwrap();
+    let out = run_and_check(
+        &db,
+        "read-committed",
+        "lost-update",
+        &["--clients", "4", "--txns", "200"],
+        &dir,
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{s}");
     assert!(

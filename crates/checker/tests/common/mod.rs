@@ -336,3 +336,22 @@ pub fn verified(h: &History, rep: &krait_checker::Report) -> bool {
         ),
     }
 }
+
+/// A certificate's cycle as (from, kind, to) triples, for exact comparisons.
+pub fn cycle_edges(c: &krait_checker::Certificate) -> Vec<(String, String, String)> {
+    c.cycle
+        .iter()
+        .map(|e| (e.from.clone(), e.kind.short().to_string(), e.to.clone()))
+        .collect()
+}
+
+/// One expected (from, kind, to) edge.
+pub fn edge(a: &str, k: &str, b: &str) -> (String, String, String) {
+    (a.into(), k.into(), b.into())
+}
+
+/// Whether each edge of `cycle` ends where the next begins, and the last where the first begins.
+pub fn is_closed(cycle: &[krait_checker::CertEdge]) -> bool {
+    cycle.windows(2).all(|w| w[0].to == w[1].from)
+        && cycle.first().map(|e| &e.from) == cycle.last().map(|e| &e.to)
+}
