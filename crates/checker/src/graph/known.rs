@@ -93,52 +93,7 @@ impl Built {
     }
 }
 
-/// Which transactions take part: the committed ones, and those whose outcome is unknown but
-/// that an included transaction read from (so they must have committed), or that the caller
-/// knows were read (`committed_unknown`).
-fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bool>, usize) {
-    let mut inc: Vec<bool> = h
-        .txn_status
-        .iter()
-        .map(|&s| s == TxnStatus::Committed)
-        .collect();
-    for &t in committed_unknown {
-        inc[t as usize] = true;
-    }
-    loop {
-        let mut changed = false;
-        for t in 0..h.num_txns() {
-            if !inc[t] {
-                continue;
-            }
-            for o in h.ops(t as TxnId) {
-                let mut writers: Vec<TxnId> = r.writer_txn(o as u32).into_iter().collect();
-                // Every element of a list read was appended by a transaction that committed.
-                if let Some(list) = h.list_of(o as u32) {
-                    let k = h.op_key[o];
-                    writers.extend(
-                        list.iter()
-                            .filter_map(|v| h.write_index.get(&(k, *v)))
-                            .map(|&w| r.op_txn[w as usize]),
-                    );
-                }
-                for w in writers {
-                    if !inc[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
-                        inc[w as usize] = true;
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    let excluded_unknown = (0..h.num_txns())
-        .filter(|&t| !inc[t] && h.txn_status[t] == TxnStatus::Unknown)
-        .count();
-    (inc, excluded_unknown)
-}
+use super::participants::{final_writes, participants, Participants};
 
 /// The known graph of `h` and what its transactions stated (the raw material of a level's
 /// constraints), or the first finding that rules out every serial order. `committed_unknown`:
@@ -268,63 +223,6 @@ fn session_order(h: &History, b: &mut Built) {
     });
     b.txn_node = txn_node;
     b.chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
-}
-
-/// Which transactions take part, numbered as graph nodes (node i+1 is `node_txn[i]`).
-pub(crate) struct Participants {
-    pub inc: Vec<bool>,
-    pub excluded_unknown: usize,
-    pub node_txn: Vec<TxnId>,
-    pub txn_node: Vec<Node>,
-}
-
-/// The participants (see [`included`]), or the first claim of Cobra's logs about one of their
-/// reads that the history contradicts.
-pub(crate) fn participants(
-    h: &History,
-    r: &Resolution,
-    committed_unknown: &[TxnId],
-) -> Result<Participants, Finding> {
-    let (inc, excluded_unknown) = included(h, r, committed_unknown);
-    for (op, problem) in &r.problems {
-        if inc[r.op_txn[*op as usize] as usize] {
-            return Err(Finding::ReadProblem {
-                op: *op,
-                problem: problem.clone(),
-            });
-        }
-    }
-    let mut node_txn = Vec::new();
-    let mut txn_node = vec![u32::MAX; h.num_txns()];
-    for t in 0..h.num_txns() {
-        if inc[t] {
-            txn_node[t] = node_txn.len() as Node + 1;
-            node_txn.push(t as TxnId);
-        }
-    }
-    Ok(Participants {
-        inc,
-        excluded_unknown,
-        node_txn,
-        txn_node,
-    })
-}
-
-/// Per op, whether it is its transaction's last write of its key (the only write another
-/// transaction may read): one backwards pass over every transaction.
-pub(crate) fn final_writes(h: &History) -> Vec<bool> {
-    let mut stamp = vec![u32::MAX; h.num_keys()];
-    let mut final_write = vec![false; h.num_ops()];
-    for t in 0..h.num_txns() as u32 {
-        for o in h.ops(t).rev() {
-            let k = h.op_key[o] as usize;
-            if h.op_kind[o] == OpKind::Write && stamp[k] != t {
-                stamp[k] = t;
-                final_write[o] = true;
-            }
-        }
-    }
-    final_write
 }
 
 /// What the per-transaction pass reuses: which writes are final in their transaction (one pass

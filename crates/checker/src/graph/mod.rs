@@ -1,19 +1,19 @@
 //! Graph plumbing for the checker: labelled edge lists in CSR form, topological order and
 //! strongly connected components; the known graph the checker builds from a history
-//! (`known`), cycle and path search (`paths`) and the reachability index pruning asks (`reach`).
+//! (`known`, from the transactions that take part: `participants`), cycle and path search
+//! (`paths`) and the reachability index pruning asks (`reach`).
 
 mod choices;
 mod known;
 mod lists;
+mod participants;
 mod paths;
 mod reach;
 mod split;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
-pub(crate) use known::{
-    build, final_writes, participants, walk_sessions, Built, ChainRec, Constraint, Participants,
-    INIT,
-};
+pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
+pub(crate) use participants::{final_writes, participants, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, ChainReach, Reach, ReachCtx};
 
