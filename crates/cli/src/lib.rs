@@ -17,3 +17,4 @@ mod junit;
 mod lag;
 mod output;
 mod progress;
+mod report_dir;

@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Check whether a history is serializable: ACCEPT (exit 0) or REJECT with a certificate (exit 1).
-    Check(check::CheckArgs),
+    Check(check::CheckCmd),
     /// Load a history and print its counts.
     Stats(stats::StatsArgs),
     /// Convert between formats: OUT ending in .jsonl is native JSON Lines, otherwise a Cobra log directory.
@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         _ => false,
     };
     let result = match cli.cmd {
-        Cmd::Check(a) => check::run(&a),
+        Cmd::Check(a) => check::run(&a.into_args()),
         Cmd::Stats(a) => stats::run(&a),
         Cmd::Convert(a) => convert::run(&a),
         Cmd::VerifyCertificate(a) => verify_certificate::run(&a),

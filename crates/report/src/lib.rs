@@ -1,9 +1,18 @@
 //! krait-report: renders a checker [`Report`] for people and programs.
 //!
 //! Input: a `krait_checker::Report` (verdict, certificate, stats, timings). Output: plain text
-//! (the default), JSON, or a Graphviz DOT drawing of a certificate's cycle.
+//! (the default), JSON, a Graphviz DOT drawing of a certificate's cycle, an SVG drawing made
+//! without Graphviz, and a self-contained HTML report (`krait check --out DIR`).
 
 #![warn(missing_docs)]
+
+mod html;
+mod svg;
+mod timeline;
+
+pub use html::{anomalies, report_html, Anomaly, Page, Rung};
+pub use svg::certificate_svg;
+pub use timeline::timeline_svg;
 
 use krait_checker::{CertEdge, Certificate, Report, Verdict};
 use std::fmt::Write;
@@ -34,7 +43,7 @@ fn edge_line(out: &mut String, i: usize, e: &CertEdge) {
 }
 
 /// The certificate in words.
-fn certificate_text(c: &Certificate) -> String {
+pub fn certificate_text(c: &Certificate) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "anomaly: {}", c.anomaly.name());
     let _ = writeln!(out, "{}", c.summary);
@@ -152,6 +161,15 @@ pub fn order_text(r: &Report) -> Option<String> {
     } else {
         let shown: Vec<String> = order.iter().map(|t| format!("T{t}")).collect();
         Some(format!("serial order: {}", shown.join(" ")))
+    }
+}
+
+/// The verdict in one line: "REJECT: the history is not serializable".
+pub fn headline(r: &Report) -> String {
+    match &r.verdict {
+        Verdict::Accept => format!("ACCEPT: the history is {}", level_words(r.level)),
+        Verdict::Reject(_) => format!("REJECT: the history is not {}", level_words(r.level)),
+        Verdict::Unknown { reason } => format!("UNDECIDED: {reason}; neither verdict is claimed"),
     }
 }
 

@@ -85,6 +85,12 @@ pub struct CheckFlags {
     /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
     #[arg(long)]
     pub(crate) dot: Option<PathBuf>,
+    /// Write a report directory: report.html (one self-contained page: the verdict, the levels,
+    /// each anomaly drawn, click a transaction for its operations; a timeline of the sessions),
+    /// verdict.json (as --json prints it), anomalies/*.txt and anomalies/*.svg (drawn without
+    /// Graphviz), e.g. --report krait-report. `check --out DIR` is the same.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) report: Option<PathBuf>,
     /// Also write the verdict as a JUnit XML report (one test case: the history's verdict) for
     /// CI systems, e.g. --junit krait.xml.
     #[arg(long, value_name = "FILE")]
@@ -141,6 +147,7 @@ impl Default for CheckFlags {
             timings: false,
             order: false,
             dot: None,
+            report: None,
             junit: None,
             rss: false,
             round_size: None,

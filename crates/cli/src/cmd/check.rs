@@ -5,16 +5,46 @@ use super::online::{self, Printer};
 use crate::exit;
 use crate::files::load;
 use crate::output::{stats_line, write_dot};
-use crate::{memory, progress};
+use crate::{memory, progress, report_dir};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 pub use super::args::{CheckArgs, SolverArg};
 
+/// `krait check`'s arguments: the ones `watch` and `run --check` share, and `--out`.
+#[derive(clap::Args, Clone)]
+pub struct CheckCmd {
+    #[command(flatten)]
+    args: CheckArgs,
+    /// The same as --report DIR (Elle's name for it): report.html, verdict.json and
+    /// anomalies/ in DIR, e.g. --out krait-report.
+    #[arg(long, value_name = "DIR", conflicts_with = "report")]
+    out: Option<PathBuf>,
+}
+
+impl CheckCmd {
+    /// Whether the output is JSON (then an error is a JSON object too).
+    pub fn wants_json(&self) -> bool {
+        self.args.wants_json()
+    }
+    /// The shared arguments, `--out` folded into `--report`.
+    pub fn into_args(self) -> CheckArgs {
+        let mut a = self.args;
+        if self.out.is_some() {
+            a.flags.report = self.out;
+        }
+        a
+    }
+}
+
 /// Checks the history at `a.path` and prints the verdict; the exit code is the verdict's.
 pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = a.round_size {
         return in_rounds(a, n);
+    }
+    if let Some(dir) = &a.report {
+        report_dir::prepare(dir)?;
     }
     let spinner = progress::spinner();
     let t = Instant::now();
@@ -48,8 +78,9 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(file) = &a.junit {
         crate::junit::write(file, &a.path, a.level_name(), Some(&report), total)?;
     }
+    let json = verdict_json(a, &loaded.history, &report, load_time, total)?;
     if a.json {
-        print_json(a, &loaded.history, &report, load_time, total)?;
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_text(a, &loaded.history, &report, load_time, total);
     }
@@ -59,6 +90,29 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: the certificate was not drawn: {e:#}");
         }
     }
+    if let Some(dir) = &a.report {
+        let rung = krait_report::Rung {
+            level: report.level,
+            verdict: verdict_word(&report.verdict),
+            note: match &report.verdict {
+                krait_checker::Verdict::Accept => String::new(),
+                krait_checker::Verdict::Reject(c) => c.summary.clone(),
+                krait_checker::Verdict::Unknown { reason } => reason.clone(),
+            },
+            ms: ms(total - load_time),
+            certificate: report.verdict.certificate(),
+        };
+        let page = krait_report::Page {
+            path: a.path.display().to_string(),
+            history: &loaded.history,
+            headline: krait_report::headline(&report),
+            rungs: vec![rung],
+            load_ms: ms(load_time),
+        };
+        if let Err(e) = report_dir::write(dir, &page, &json) {
+            eprintln!("warning: the report was not written: {e:#}");
+        }
+    }
     Ok(exit::of_verdict(Some(&report.verdict)))
 }
 
@@ -66,14 +120,24 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// `--json`: the report, with the path, the history's counts, times and (`--rss`) peak memory.
-fn print_json(
+/// How the JSON and the report name a verdict.
+pub(crate) fn verdict_word(v: &krait_checker::Verdict) -> &'static str {
+    match v {
+        krait_checker::Verdict::Accept => "ACCEPT",
+        krait_checker::Verdict::Reject(_) => "REJECT",
+        krait_checker::Verdict::Unknown { .. } => "UNDECIDED",
+    }
+}
+
+/// `--json` (and the report's verdict.json): the report, with the path, the history's counts,
+/// times and (`--rss`) peak memory.
+fn verdict_json(
     a: &CheckArgs,
     h: &krait_history::History,
     report: &krait_checker::Report,
     load_time: Duration,
     total: Duration,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<serde_json::Value> {
     let mut v = krait_report::report_json(report);
     let obj = v.as_object_mut().unwrap();
     obj.insert("path".into(), a.path.display().to_string().into());
@@ -87,8 +151,7 @@ fn print_json(
     if a.rss {
         obj.insert("peak_rss_bytes".into(), memory::peak_rss_bytes().into());
     }
-    println!("{}", serde_json::to_string_pretty(&v)?);
-    Ok(())
+    Ok(v)
 }
 
 /// The history's counts, the report in words, then (asked for) timings and a serial order.
@@ -113,7 +176,7 @@ fn print_text(
 /// `--round-size N`: a finished history, replayed in online rounds of N transactions.
 fn in_rounds(a: &CheckArgs, round_size: usize) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(round_size > 0, "--round-size must be at least 1");
-    online::no_order(a)?;
+    online::refuse_one_shot_flags(a)?;
     let t = Instant::now();
     let loaded = load(&a.path, a.format)?;
     let h = &loaded.history;

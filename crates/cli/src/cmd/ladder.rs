@@ -108,7 +108,7 @@ pub(crate) fn run(
         .filter(|(_, r)| matches!(&r.outcome, Outcome::Checked(rep) if rep.verdict.is_accept()))
         .map(|(_, r)| r.level)
         .next_back();
-    if a.json {
+    let json = {
         let rows: Vec<serde_json::Value> = rungs
             .iter()
             .map(|(_, r)| {
@@ -144,7 +144,10 @@ pub(crate) fn run(
             "ladder": rows,
             "load_ms": load.as_secs_f64() * 1e3,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         let s = krait_history::summarize(h);
         println!("{}", crate::output::stats_line(&a.path, &s));
@@ -167,5 +170,44 @@ pub(crate) fn run(
             None => println!("no level holds"),
         }
     }
+    if let Some(dir) = &a.report {
+        let page = krait_report::Page {
+            path: a.path.display().to_string(),
+            history: h,
+            headline: match holds {
+                Some(l) => format!("strongest level that holds: {l}"),
+                None => "no level holds".to_string(),
+            },
+            rungs: rungs.iter().map(|(_, r)| page_rung(r)).collect(),
+            load_ms: load.as_secs_f64() * 1e3,
+        };
+        if let Err(e) = crate::report_dir::write(dir, &page, &json) {
+            eprintln!("warning: the report was not written: {e:#}");
+        }
+    }
     Ok(code.unwrap_or(ExitCode::from(exit::BAD_INPUT)))
+}
+
+/// A rung as the HTML report's ladder table shows it.
+fn page_rung(r: &Rung) -> krait_report::Rung<'_> {
+    let (verdict, note, certificate) = match &r.outcome {
+        Outcome::Checked(rep) => (
+            super::check::verdict_word(&rep.verdict),
+            match &rep.verdict {
+                Verdict::Accept => String::new(),
+                Verdict::Reject(c) => c.summary.clone(),
+                Verdict::Unknown { reason } => reason.clone(),
+            },
+            rep.verdict.certificate(),
+        ),
+        Outcome::Implied(w) => ("REJECT", format!("implied: not {w}"), None),
+        Outcome::Cannot(why) => ("NOT CHECKED", why.clone(), None),
+    };
+    krait_report::Rung {
+        level: r.level,
+        verdict,
+        note,
+        ms: r.time.as_secs_f64() * 1e3,
+        certificate,
+    }
 }

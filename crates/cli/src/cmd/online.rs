@@ -186,11 +186,15 @@ impl Printer {
     }
 }
 
-/// Online rounds cannot give a serial order: refused up front.
-pub(crate) fn no_order(a: &CheckArgs) -> anyhow::Result<()> {
+/// Online rounds cannot give a serial order or a report of the whole history: refused up front.
+pub(crate) fn refuse_one_shot_flags(a: &CheckArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !a.order,
         "--order needs the whole history at once; online rounds delete transactions as they go"
+    );
+    anyhow::ensure!(
+        a.report.is_none(),
+        "--report (--out) is for a one-shot check: online rounds delete the transactions a report would show"
     );
     Ok(())
 }

@@ -83,7 +83,7 @@ impl WatchArgs {
 /// Logs still being written, followed until they stop growing (or forever).
 pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let a = &w.check;
-    online::no_order(a)?;
+    online::refuse_one_shot_flags(a)?;
     let fmt = match a.format {
         None => None,
         Some(Format::Jsonl) => Some(StreamFormat::Jsonl),
