@@ -91,6 +91,9 @@ pub struct Options {
     pub want_order: bool,
     /// Reachability index memory cap in bytes, above which pruning falls back to search.
     pub reach_memory_cap: usize,
+    /// Certificates a REJECT found by a cycle may carry: the verdict's, then one per other
+    /// anomaly class the known graph shows (1: the verdict's alone).
+    pub max_anomalies: usize,
 }
 
 impl Default for Options {
@@ -109,6 +112,7 @@ impl Default for Options {
             timeout: None,
             want_order: false,
             reach_memory_cap: 4 << 30,
+            max_anomalies: 8,
         }
     }
 }

@@ -212,6 +212,7 @@ fn run_once(
     let t = Instant::now();
     let verdict = |cert: crate::Certificate| Verdict::Reject(Box::new(cert));
     let mut snapshots = Vec::new();
+    let mut also = Vec::new();
     let (verdict, order, matched, fin) = match decided {
         // Only the fence key broke: that is the violation to report.
         Decided::Accept { .. } | Decided::Unknown(_) if b.deferred.is_some() => {
@@ -233,12 +234,12 @@ fn run_once(
             let fin = want_final.then_some(Final { b, remaining });
             (Verdict::Accept, order, matched, fin)
         }
-        Decided::Cycle => (
-            verdict(cert::cycle_certificate(h, &r, &b)),
-            None,
-            Vec::new(),
-            None,
-        ),
+        Decided::Cycle => {
+            let first = cert::cycle_certificate(h, &r, &b);
+            let more = opts.max_anomalies.saturating_sub(1);
+            also = cert::more_cycle_certificates(h, &r, &b, first.anomaly, more);
+            (verdict(first), None, Vec::new(), None)
+        }
         Decided::NoWriter(c) => (
             verdict(cert::no_writer_certificate(h, &r, &b, c)),
             None,
@@ -266,6 +267,7 @@ fn run_once(
         order,
         snapshots,
         matched,
+        also,
     };
     Ok((report, fin))
 }
@@ -331,6 +333,7 @@ fn ended(
         timings,
         order: None,
         matched: Vec::new(),
+        also: Vec::new(),
     };
     (report, None)
 }

@@ -63,6 +63,10 @@ pub struct Report {
     /// matched to (empty when every read names its writer).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub matched: Vec<MatchedRead>,
+    /// On a REJECT by a cycle, the other anomaly classes the graph shows, one certificate each
+    /// (`Options::max_anomalies` in all, with the verdict's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<crate::Certificate>,
 }
 
 /// A read whose value several writes wrote, and the writer the serial order gives it.

@@ -5,7 +5,8 @@
 //! Every file starts with comment lines (`; ` in EDN, `# ` in JSON Lines) saying what it shows,
 //! one of which states the expected verdict: `expect: ACCEPT` or `expect: REJECT <anomaly>` (the
 //! `anomaly` field of `krait check --json`, e.g. `G1a`, `G-single`, `incompatible-order`); an
-//! `args:` line adds arguments to `krait check` (e.g. `--strict`). For each file the test
+//! `args:` line adds arguments to `krait check` (e.g. `--strict`); an `also:` line lists the
+//! further anomaly classes the REJECT carries (`also[].anomaly`, in order; none without it). For each file the test
 //! runs `krait check FILE --json` and checks the exit code (0 ACCEPT, 1 REJECT), the verdict and,
 //! for a REJECT, the anomaly; then it has `krait verify-certificate` confirm the verdict
 //! independently (an ACCEPT's serial order from `check --json --order`, a REJECT's certificate),
@@ -36,6 +37,9 @@ struct Case {
     expect: Expect,
     args: Vec<String>,
     known_disagreement: bool,
+    /// `also: CLASS…`: the further anomaly classes (`also[].anomaly`) a REJECT carries, in
+    /// order; without the line, none.
+    also: Vec<String>,
     /// `verify: declines`: krait-verify does not check this certificate yet (a REJECT of a
     /// history with repeated values) and must say so (exit 3), not refute it.
     verify_declines: bool,
@@ -58,6 +62,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut args = Vec::new();
     let mut known_disagreement = false;
     let mut verify_declines = false;
+    let mut also = Vec::new();
     for line in text.lines() {
         let line = line.trim();
         if line.is_empty() {
@@ -83,6 +88,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
             });
         } else if let Some(rest) = comment.strip_prefix("args:") {
             args.extend(rest.split_whitespace().map(str::to_string));
+        } else if let Some(rest) = comment.strip_prefix("also:") {
+            also.extend(rest.split_whitespace().map(str::to_string));
         } else if comment.starts_with("known-disagreement:") {
             known_disagreement = true;
         } else if comment.starts_with("verify: declines") {
@@ -94,6 +101,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
             expect,
             args,
             known_disagreement,
+            also,
             verify_declines,
         }),
         None => Err("no `; expect:` line in the leading comments".to_string()),
@@ -211,6 +219,15 @@ fn check_one(path: &Path, name: &str) -> Result<Option<String>, Vec<String>> {
                 failures.push(format!(
                     "krait now reports the expected {want}: remove the \
                      `; known-disagreement:` mark (and update its comment)"
+                ));
+            }
+            let also: Vec<&str> = json["also"].as_array().map_or(Vec::new(), |a| {
+                a.iter().filter_map(|c| c["anomaly"].as_str()).collect()
+            });
+            if also != case.also {
+                failures.push(format!(
+                    "want further anomalies {:?} (an `also:` line), got {also:?}",
+                    case.also
                 ));
             }
             if verdict == "REJECT" {

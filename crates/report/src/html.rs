@@ -26,8 +26,9 @@ pub struct Rung<'a> {
     pub note: String,
     /// Time spent on this level.
     pub ms: f64,
-    /// The certificate of a REJECT found at this level.
-    pub certificate: Option<&'a Certificate>,
+    /// The certificates of a REJECT found at this level: the verdict's first, then one per
+    /// other anomaly class.
+    pub certificates: Vec<&'a Certificate>,
 }
 
 /// Everything the page shows.
@@ -58,20 +59,21 @@ pub struct Anomaly<'a> {
 pub fn anomalies<'a>(rungs: &[Rung<'a>]) -> Vec<Anomaly<'a>> {
     let mut out: Vec<Anomaly<'a>> = Vec::new();
     for r in rungs {
-        let Some(c) = r.certificate else { continue };
-        if let Some(a) = out.iter_mut().find(|a| a.certificate == c) {
-            a.levels.push(r.level);
-            continue;
+        for &c in &r.certificates {
+            if let Some(a) = out.iter_mut().find(|a| a.certificate == c) {
+                a.levels.push(r.level);
+                continue;
+            }
+            let class = serde_json::to_value(c.anomaly)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_else(|| "anomaly".into());
+            out.push(Anomaly {
+                stem: format!("{}-{class}", out.len() + 1),
+                levels: vec![r.level],
+                certificate: c,
+            });
         }
-        let class = serde_json::to_value(c.anomaly)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "anomaly".into());
-        out.push(Anomaly {
-            stem: format!("{}-{class}", out.len() + 1),
-            levels: vec![r.level],
-            certificate: c,
-        });
     }
     out
 }

@@ -183,6 +183,17 @@ pub fn report_text(r: &Report, timings: bool) -> String {
         Verdict::Reject(c) => {
             let _ = writeln!(out, "REJECT: the history is not {}", level_words(r.level));
             out.push_str(&certificate_text(c));
+            if !r.also.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\nalso found: {} more anomaly {} (one certificate each; --max-anomalies 1 for the first alone)",
+                    r.also.len(),
+                    if r.also.len() == 1 { "class" } else { "classes" }
+                );
+                for (i, c) in r.also.iter().enumerate() {
+                    let _ = writeln!(out, "\n[{}] {}", i + 2, certificate_text(c));
+                }
+            }
         }
         Verdict::Unknown { reason } => {
             let _ = writeln!(

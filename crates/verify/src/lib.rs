@@ -76,38 +76,59 @@ pub fn verify(h: &History, report: &Value) -> Result<String, Problem> {
             ))
         }
         Some("REJECT") => {
+            let first = verify_reject(&f, report, si)?;
             let v = Verifier { f: &f, si };
-            // Two that read one version and both overwrote it: the cycle given has two
-            // anti-dependencies in a row, so under snapshot isolation the witness is the
-            // definition's. (A lost update of another shape is a cycle checked as any.)
-            if si && report["anomaly"] == "lost-update" {
-                if let Ok(s) = reasons::reason(&f, report) {
-                    return Ok(s);
-                }
+            let also = report["also"].as_array().map_or(&[][..], |a| a.as_slice());
+            for (i, c) in also.iter().enumerate() {
+                let Some(cycle) = c["cycle"].as_array().filter(|c| !c.is_empty()) else {
+                    return invalid(format!("also[{i}]: a further anomaly without its cycle"));
+                };
+                v.cycle(cycle, &[], 0).map_err(|p| match p {
+                    Problem::Invalid(s) => Problem::Invalid(format!("also[{i}]: {s}")),
+                    other => other,
+                })?;
             }
-            if let Some(cases) = report["cases"].as_array().filter(|c| !c.is_empty()) {
-                v.core(report, cases)
-            } else if let Some(cycle) = report["cycle"].as_array().filter(|c| !c.is_empty()) {
-                v.cycle(cycle, &[], 0)?;
-                Ok(format!(
-                    "REJECT: a cycle of {} edges, each derived",
-                    cycle.len()
-                ))
-            } else if report["constraints"]
-                .as_array()
-                .is_some_and(|c| !c.is_empty())
-            {
-                Err(Problem::Unsupported(
-                    "an unsatisfiable core too large to be listed case by case".into(),
-                ))
-            } else {
-                reasons::reason(&f, report)
-            }
+            Ok(match also.len() {
+                0 => first,
+                n => format!("{first}; and the {n} further anomalies' cycles, each edge derived"),
+            })
         }
         Some("UNKNOWN") => Err(Problem::Unsupported(
             "an undecided verdict (the solver's budget ran out) states nothing".into(),
         )),
         other => invalid(format!("no verdict to check ({other:?})")),
+    }
+}
+
+/// The verdict's own certificate of a REJECT: a core case by case, a cycle edge by edge, or a
+/// single reason by its witness.
+fn verify_reject(f: &Facts, report: &Value, si: bool) -> Result<String, Problem> {
+    let v = Verifier { f, si };
+    // Two that read one version and both overwrote it: the cycle given has two
+    // anti-dependencies in a row, so under snapshot isolation the witness is the
+    // definition's. (A lost update of another shape is a cycle checked as any.)
+    if si && report["anomaly"] == "lost-update" {
+        if let Ok(s) = reasons::reason(f, report) {
+            return Ok(s);
+        }
+    }
+    if let Some(cases) = report["cases"].as_array().filter(|c| !c.is_empty()) {
+        v.core(report, cases)
+    } else if let Some(cycle) = report["cycle"].as_array().filter(|c| !c.is_empty()) {
+        v.cycle(cycle, &[], 0)?;
+        Ok(format!(
+            "REJECT: a cycle of {} edges, each derived",
+            cycle.len()
+        ))
+    } else if report["constraints"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty())
+    {
+        Err(Problem::Unsupported(
+            "an unsatisfiable core too large to be listed case by case".into(),
+        ))
+    } else {
+        reasons::reason(f, report)
     }
 }
 

@@ -91,9 +91,14 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
     let cyc = workload
         .or_else(|| smallest_cycle(b, &csr, &cost, 64))
         .expect("a cycle exists");
-    let es = labelled(b, &cyc);
+    certificate_of(h, r, b, &csr, &cyc)
+}
+
+/// The certificate of cycle `cyc` (indices into `b`'s edges; `csr` is over all of them).
+fn certificate_of(h: &History, r: &Resolution, b: &Built, csr: &Csr, cyc: &[u32]) -> Certificate {
+    let es = labelled(b, cyc);
     let x = Explainer { h, r, b };
-    let d = Deducer::new(Explainer { h, r, b }, &csr);
+    let d = Deducer::new(Explainer { h, r, b }, csr);
     let cycle = x.path(&es, &|i| d.note(cyc[i]));
     let anomaly = if b.split {
         super::classify_si(&cycle)
@@ -108,6 +113,91 @@ pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certi
         constraints: Vec::new(),
         cases: Vec::new(),
     }
+}
+
+/// Strongly connected components searched for further anomalies, smallest first.
+const MORE_COMPONENTS: usize = 16;
+
+/// Further anomalies the graph shows besides `first` (the verdict's certificate), one per
+/// class, at most `cap`: the best cycle of only write orders, session and real-time order (a
+/// G0), then with write→read edges too (G1c), then the best cycle of each strongly connected
+/// component of the whole graph, smallest first (anti-dependency classes: fewest
+/// anti-dependencies first). Each search is the verdict's own, so the choice is as stable, and
+/// as bounded; a class already reported is not reported again.
+pub(crate) fn more_cycle_certificates(
+    h: &History,
+    r: &Resolution,
+    b: &Built,
+    first: super::Anomaly,
+    cap: usize,
+) -> Vec<Certificate> {
+    let mut out: Vec<Certificate> = Vec::new();
+    if cap == 0 {
+        return out;
+    }
+    let csr = Csr::build(b.num_nodes, &b.edges, false);
+    let cost = edge_cost(&b.labels, h.fence_key);
+    let mut seen = vec![first];
+    let mut keep = |cyc: Vec<u32>, out: &mut Vec<Certificate>| {
+        let c = certificate_of(h, r, b, &csr, &cyc);
+        if !seen.contains(&c.anomaly) {
+            seen.push(c.anomaly);
+            out.push(c);
+        }
+    };
+    let no_rw = |with_wr: bool| {
+        move |k: EdgeKind| match k {
+            EdgeKind::Rw => false,
+            EdgeKind::Wr => with_wr,
+            _ => true,
+        }
+    };
+    for with_wr in [false, true] {
+        if out.len() >= cap {
+            return out;
+        }
+        let allowed = no_rw(with_wr);
+        let ids: Vec<u32> = (0..b.edges.len() as u32)
+            .filter(|&e| allowed(b.labels[e as usize].kind))
+            .collect();
+        let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
+        let sub = Csr::build(b.num_nodes, &kept, false);
+        if let Some(cyc) = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64) {
+            keep(cyc.into_iter().map(|e| ids[e as usize]).collect(), &mut out);
+        }
+    }
+    let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+    let mut size = vec![0u32; ncomp as usize];
+    for &c in &comp {
+        size[c as usize] += 1;
+    }
+    let mut comps: Vec<u32> = (0..ncomp).filter(|&c| size[c as usize] > 1).collect();
+    comps.sort_by_key(|&c| (size[c as usize], c));
+    let mut members: Vec<Vec<Node>> = vec![Vec::new(); ncomp as usize];
+    for x in 0..b.first_gate {
+        let c = comp[x as usize];
+        if size[c as usize] > 1 {
+            members[c as usize].push(x);
+        }
+    }
+    for &cid in comps.iter().take(MORE_COMPONENTS) {
+        if out.len() >= cap {
+            break;
+        }
+        let found = graph::best_cycle(
+            &csr,
+            &comp,
+            cid,
+            &members[cid as usize],
+            &cost,
+            64,
+            CYCLE_SEARCH_BUDGET,
+        );
+        if let Some(cyc) = found {
+            keep(cyc, &mut out);
+        }
+    }
+    out
 }
 
 pub(crate) fn unsat_certificate(

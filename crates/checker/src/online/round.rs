@@ -50,6 +50,7 @@ impl Online {
                 order: None,
                 snapshots: Vec::new(),
                 matched: Vec::new(),
+                also: Vec::new(),
             });
             return Ok(Some(RoundStats {
                 round: self.round,

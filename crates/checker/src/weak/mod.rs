@@ -82,6 +82,7 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
         order,
         snapshots: Vec::new(),
         matched: Vec::new(),
+        also: Vec::new(),
     };
     let f = match Facts::build(h, &r) {
         Ok(f) => f,

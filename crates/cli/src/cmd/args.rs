@@ -85,6 +85,11 @@ pub struct CheckFlags {
     /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
     #[arg(long)]
     pub(crate) dot: Option<PathBuf>,
+    /// Certificates a REJECT may carry: the verdict's, then one per other anomaly class the
+    /// graph shows (G0, G1c, G-single, G2-item…), shortest first; 1 for the verdict's alone,
+    /// e.g. --max-anomalies 3.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub(crate) max_anomalies: usize,
     /// Write a report directory: report.html (one self-contained page: the verdict, the levels,
     /// each anomaly drawn, click a transaction for its operations; a timeline of the sessions),
     /// verdict.json (as --json prints it), anomalies/*.txt and anomalies/*.svg (drawn without
@@ -147,6 +152,7 @@ impl Default for CheckFlags {
             timings: false,
             order: false,
             dot: None,
+            max_anomalies: 8,
             report: None,
             junit: None,
             rss: false,
@@ -255,6 +261,7 @@ impl CheckArgs {
             solver_order_phase: !self.no_order_phase,
             solver_theory_propagation: !self.no_theory_propagation,
             want_order: self.order,
+            max_anomalies: self.max_anomalies.max(1),
             ..Options::default()
         };
         // Per check (each online round has its own), counted from the check's start.

@@ -100,7 +100,12 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
                 krait_checker::Verdict::Unknown { reason } => reason.clone(),
             },
             ms: ms(total - load_time),
-            certificate: report.verdict.certificate(),
+            certificates: report
+                .verdict
+                .certificate()
+                .into_iter()
+                .chain(&report.also)
+                .collect(),
         };
         let page = krait_report::Page {
             path: a.path.display().to_string(),

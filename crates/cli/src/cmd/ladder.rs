@@ -190,7 +190,7 @@ pub(crate) fn run(
 
 /// A rung as the HTML report's ladder table shows it.
 fn page_rung(r: &Rung) -> krait_report::Rung<'_> {
-    let (verdict, note, certificate) = match &r.outcome {
+    let (verdict, note, certificates) = match &r.outcome {
         Outcome::Checked(rep) => (
             super::check::verdict_word(&rep.verdict),
             match &rep.verdict {
@@ -198,16 +198,20 @@ fn page_rung(r: &Rung) -> krait_report::Rung<'_> {
                 Verdict::Reject(c) => c.summary.clone(),
                 Verdict::Unknown { reason } => reason.clone(),
             },
-            rep.verdict.certificate(),
+            rep.verdict
+                .certificate()
+                .into_iter()
+                .chain(&rep.also)
+                .collect(),
         ),
-        Outcome::Implied(w) => ("REJECT", format!("implied: not {w}"), None),
-        Outcome::Cannot(why) => ("NOT CHECKED", why.clone(), None),
+        Outcome::Implied(w) => ("REJECT", format!("implied: not {w}"), Vec::new()),
+        Outcome::Cannot(why) => ("NOT CHECKED", why.clone(), Vec::new()),
     };
     krait_report::Rung {
         level: r.level,
         verdict,
         note,
         ms: r.time.as_secs_f64() * 1e3,
-        certificate,
+        certificates,
     }
 }
