@@ -91,6 +91,11 @@ pub struct Options {
     pub want_order: bool,
     /// Reachability index memory cap in bytes, above which pruning falls back to search.
     pub reach_memory_cap: usize,
+    /// Each session ran its transactions one after another, so a transaction follows every
+    /// committed one before it in its session (the default). Off, every transaction is taken
+    /// as a session of its own: for clients whose sessions issue transactions concurrently.
+    /// One-shot checks only (online rounds refuse it).
+    pub session_order: bool,
     /// Certificates a REJECT found by a cycle may carry: the verdict's, then one per other
     /// anomaly class the known graph shows (1: the verdict's alone).
     pub max_anomalies: usize,
@@ -113,6 +118,7 @@ impl Default for Options {
             want_order: false,
             reach_memory_cap: 4 << 30,
             max_anomalies: 8,
+            session_order: true,
         }
     }
 }

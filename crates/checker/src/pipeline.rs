@@ -67,6 +67,22 @@ pub(crate) fn run(
     carried: Option<&Carried>,
     want_final: bool,
 ) -> Result<(Report, Option<Final>), CheckError> {
+    if !opts.session_order {
+        if carried.is_some() {
+            return Err(CheckError::Unsupported(
+                "checking without session order is for the whole history at once (online rounds keep it)".into(),
+            ));
+        }
+        let h = h.one_session_per_txn();
+        let opts = Options {
+            session_order: true,
+            ..opts.clone()
+        };
+        return run(&h, &opts, None, want_final).map(|(mut r, f)| {
+            r.session_order = false;
+            (r, f)
+        });
+    }
     if opts.level.is_weak() {
         if carried.is_some() {
             return Err(CheckError::Unsupported(format!(
@@ -261,6 +277,7 @@ fn run_once(
     }
     let report = Report {
         level: opts.level.name(opts.strict.is_some()),
+        session_order: true,
         verdict,
         stats,
         timings,
@@ -327,6 +344,7 @@ fn ended(
 ) -> (Report, Option<Final>) {
     let report = Report {
         level: opts.level.name(opts.strict.is_some()),
+        session_order: true,
         verdict,
         snapshots: Vec::new(),
         stats,

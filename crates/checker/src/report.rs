@@ -44,6 +44,9 @@ pub struct Report {
     /// The level checked: serializable, strict-serializable, snapshot-isolation or
     /// strict-snapshot-isolation.
     pub level: &'static str,
+    /// Whether each session was taken to run its transactions one after another (off with
+    /// `Options::session_order`).
+    pub session_order: bool,
     /// ACCEPT, REJECT with a certificate, or UNKNOWN.
     #[serde(flatten)]
     pub verdict: Verdict,

@@ -180,18 +180,35 @@ fn classification_follows_adya() {
         assumed: false,
     };
     assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Ww)]), Anomaly::G0);
+    // Through session order: Elle's `-process` classes; through real time, `-realtime` first.
     assert_eq!(
         classify(&[e(EdgeKind::Ww), e(EdgeKind::Session)]),
-        Anomaly::G0
+        Anomaly::G0Process
     );
     assert_eq!(classify(&[e(EdgeKind::Ww), e(EdgeKind::Wr)]), Anomaly::G1c);
     assert_eq!(
-        classify(&[e(EdgeKind::Rw), e(EdgeKind::Wr), e(EdgeKind::Session)]),
+        classify(&[e(EdgeKind::Wr), e(EdgeKind::Wr), e(EdgeKind::Session)]),
+        Anomaly::G1cProcess
+    );
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Wr)]),
         Anomaly::GSingle
+    );
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Wr), e(EdgeKind::Session)]),
+        Anomaly::GSingleProcess
+    );
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Session), e(EdgeKind::RealTime)]),
+        Anomaly::GSingleRealtime
     );
     assert_eq!(
         classify(&[e(EdgeKind::Rw), e(EdgeKind::Rw)]),
         Anomaly::G2Item
+    );
+    assert_eq!(
+        classify(&[e(EdgeKind::Rw), e(EdgeKind::Rw), e(EdgeKind::Session)]),
+        Anomaly::G2ItemProcess
     );
 }
 

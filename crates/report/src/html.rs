@@ -78,10 +78,9 @@ pub fn anomalies<'a>(rungs: &[Rung<'a>]) -> Vec<Anomaly<'a>> {
     out
 }
 
-/// Transaction `T<ext>` of a certificate, by the name reports give it.
+/// A certificate's transaction, by the name reports give it.
 fn txn_by_name(h: &History, name: &str) -> Option<TxnId> {
-    let ext: u64 = name.strip_prefix('T')?.parse().ok()?;
-    h.txn_index.get(&ext).copied()
+    h.txn_named(name)
 }
 
 /// An operation as the history has it (the certificate's own words are used where it has them).

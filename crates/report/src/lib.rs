@@ -117,6 +117,7 @@ pub fn certificate_text(c: &Certificate) -> String {
     }
     if !c.txns.is_empty() {
         let _ = writeln!(out, "\ntransactions:");
+        let keys = certificate_keys(c);
         for t in &c.txns {
             let _ = writeln!(
                 out,
@@ -124,11 +125,58 @@ pub fn certificate_text(c: &Certificate) -> String {
                 t.name,
                 t.session,
                 t.status,
-                t.ops.join(", ")
+                folded_ops(&t.ops, &keys)
             );
         }
     }
     out
+}
+
+/// Operations a transaction shows in words before it is folded.
+const OPS_UNFOLDED: usize = 8;
+
+/// Every key the certificate's edges are about.
+fn certificate_keys(c: &Certificate) -> Vec<&str> {
+    let mut keys: Vec<&str> = c
+        .cycle
+        .iter()
+        .chain(
+            c.constraints
+                .iter()
+                .flat_map(|k| k.options.iter().flat_map(|o| &o.edges)),
+        )
+        .chain(c.cases.iter().flat_map(|k| &k.cycle))
+        .filter_map(|e| e.key.as_deref())
+        .collect();
+    keys.extend(c.constraints.iter().map(|k| k.key.as_str()));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// A transaction's operations, a long one folded to those on the certificate's keys (the ones
+/// that matter) with the rest counted: a 40-operation transaction stays one readable line.
+fn folded_ops(ops: &[String], keys: &[&str]) -> String {
+    if ops.len() <= OPS_UNFOLDED {
+        return ops.join(", ");
+    }
+    let on_key = |o: &String| keys.iter().any(|k| o.contains(&format!("({k})")));
+    let shown: Vec<&str> = ops
+        .iter()
+        .filter(|o| on_key(o))
+        .take(OPS_UNFOLDED)
+        .map(String::as_str)
+        .collect();
+    let shown = if shown.is_empty() {
+        ops.iter().take(OPS_UNFOLDED).map(String::as_str).collect()
+    } else {
+        shown
+    };
+    format!(
+        "{} … and {} more ops (--json lists them all)",
+        shown.join(", "),
+        ops.len() - shown.len()
+    )
 }
 
 /// A level's name (as the report gives it) as an adjective: "strictly serializable".
@@ -201,6 +249,12 @@ pub fn report_text(r: &Report, timings: bool) -> String {
                 "UNDECIDED: {reason}; neither verdict is claimed (raise --timeout, or 0 for no limit)"
             );
         }
+    }
+    if !r.session_order {
+        let _ = writeln!(
+            out,
+            "(no order assumed between a session's transactions: --no-session-order)"
+        );
     }
     let s = &r.stats;
     // A REJECT found by the per-transaction checks never built the graph: no counts to show.

@@ -130,21 +130,29 @@ pub(crate) fn cycle_summary(anomaly: Anomaly, cycle: &[CertEdge]) -> String {
     )
 }
 
-/// Classifies a cycle by its edge kinds (Adya): session edges do not count; a cycle that needs a
-/// real-time edge is the real-time variant (a violation of strict serializability only).
+/// Classifies a cycle by its edge kinds (Adya): by its anti-dependencies and write→read edges;
+/// a cycle through a real-time edge is the real-time variant (a violation of strict
+/// serializability only), one through a session edge (and none of real time) the `-process`
+/// variant, as Elle names them.
 pub fn classify(cycle: &[CertEdge]) -> Anomaly {
     let rw = cycle.iter().filter(|e| e.kind == EdgeKind::Rw).count();
     let wr = cycle.iter().filter(|e| e.kind == EdgeKind::Wr).count();
     let rt = cycle.iter().any(|e| e.kind == EdgeKind::RealTime);
-    match (rw, rt) {
-        (0, false) if wr == 0 => Anomaly::G0,
-        (0, true) if wr == 0 => Anomaly::G0Realtime,
-        (0, false) => Anomaly::G1c,
-        (0, true) => Anomaly::G1cRealtime,
-        (1, false) => Anomaly::GSingle,
-        (1, true) => Anomaly::GSingleRealtime,
-        (_, false) => Anomaly::G2Item,
-        (_, true) => Anomaly::G2ItemRealtime,
+    let so = cycle.iter().any(|e| e.kind == EdgeKind::Session);
+    // Real time names a cycle before session order does: it is the stronger assumption.
+    match (rw, rt, so) {
+        (0, false, false) if wr == 0 => Anomaly::G0,
+        (0, false, true) if wr == 0 => Anomaly::G0Process,
+        (0, true, _) if wr == 0 => Anomaly::G0Realtime,
+        (0, false, false) => Anomaly::G1c,
+        (0, false, true) => Anomaly::G1cProcess,
+        (0, true, _) => Anomaly::G1cRealtime,
+        (1, false, false) => Anomaly::GSingle,
+        (1, false, true) => Anomaly::GSingleProcess,
+        (1, true, _) => Anomaly::GSingleRealtime,
+        (_, false, false) => Anomaly::G2Item,
+        (_, false, true) => Anomaly::G2ItemProcess,
+        (_, true, _) => Anomaly::G2ItemRealtime,
     }
 }
 

@@ -39,6 +39,21 @@ pub enum Anomaly {
     /// Cycle with two or more anti-dependencies.
     #[serde(rename = "G2-item")]
     G2Item,
+    /// The same cycles, closed through session order (Elle's `-process` classes): the cycle
+    /// shown uses a session edge, so it holds only if each session ran its transactions one
+    /// after another (`--no-session-order` checks without that).
+    #[serde(rename = "G0-process")]
+    G0Process,
+    /// G1c, closed through session order.
+    #[serde(rename = "G1c-process")]
+    G1cProcess,
+    /// G-single, closed through session order (a session that missed its own earlier write or
+    /// read an older version than it had seen).
+    #[serde(rename = "G-single-process")]
+    GSingleProcess,
+    /// G2-item, closed through session order.
+    #[serde(rename = "G2-item-process")]
+    G2ItemProcess,
     /// The same cycles, closed only through real-time order (strict serializability).
     #[serde(rename = "G0-realtime")]
     G0Realtime,
@@ -118,6 +133,14 @@ impl Anomaly {
             Anomaly::G1c => "G1c (circular information flow)",
             Anomaly::GSingle => "G-single (read skew: one anti-dependency)",
             Anomaly::G2Item => "G2-item (write skew: anti-dependency cycle)",
+            Anomaly::G0Process => "G0-process (write cycle through session order)",
+            Anomaly::G1cProcess => "G1c-process (circular information flow through session order)",
+            Anomaly::GSingleProcess => {
+                "G-single-process (one anti-dependency, closed through session order)"
+            }
+            Anomaly::G2ItemProcess => {
+                "G2-item-process (anti-dependency cycle through session order)"
+            }
             Anomaly::G0Realtime => "G0-realtime (write cycle through real-time order)",
             Anomaly::G1cRealtime => "G1c-realtime (information flow against real time)",
             Anomaly::GSingleRealtime => {

@@ -44,6 +44,7 @@ impl Online {
         if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
             self.verdict = Some(Report {
                 level: self.opts.check.level.name(self.opts.check.strict.is_some()),
+                session_order: true,
                 verdict: Verdict::Reject(Box::new(cert)),
                 stats: Default::default(),
                 timings: Default::default(),
@@ -166,7 +167,9 @@ impl Online {
                 }
             }
         }
-        let h = b.finish();
+        let mut h = b.finish();
+        // A round holds only part of each session: places in it are not the session's.
+        h.name_by_id = true;
         Ok(RoundHistory {
             h,
             txn_slab,

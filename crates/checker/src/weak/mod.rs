@@ -76,6 +76,7 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
     let t1 = Instant::now();
     let report = |verdict, stats, timings, order| Report {
         level: name,
+        session_order: true,
         verdict,
         stats,
         timings,

@@ -85,6 +85,12 @@ pub struct CheckFlags {
     /// Write the certificate as Graphviz DOT (and render .svg/.png with `dot` if the name ends so).
     #[arg(long)]
     pub(crate) dot: Option<PathBuf>,
+    /// Do not assume a session ran its transactions one after another (by default a
+    /// transaction follows every committed one before it in its session): for clients that
+    /// issue a session's transactions concurrently. Cycles that need session order are named
+    /// `-process` (G-single-process…), so this is the switch to try on those.
+    #[arg(long)]
+    pub(crate) no_session_order: bool,
     /// Certificates a REJECT may carry: the verdict's, then one per other anomaly class the
     /// graph shows (G0, G1c, G-single, G2-item…), shortest first; 1 for the verdict's alone,
     /// e.g. --max-anomalies 3.
@@ -153,6 +159,7 @@ impl Default for CheckFlags {
             order: false,
             dot: None,
             max_anomalies: 8,
+            no_session_order: false,
             report: None,
             junit: None,
             rss: false,
@@ -262,6 +269,7 @@ impl CheckArgs {
             solver_theory_propagation: !self.no_theory_propagation,
             want_order: self.order,
             max_anomalies: self.max_anomalies.max(1),
+            session_order: !self.no_session_order,
             ..Options::default()
         };
         // Per check (each online round has its own), counted from the check's start.

@@ -193,6 +193,10 @@ pub(crate) fn refuse_one_shot_flags(a: &CheckArgs) -> anyhow::Result<()> {
         "--order needs the whole history at once; online rounds delete transactions as they go"
     );
     anyhow::ensure!(
+        !a.no_session_order,
+        "--no-session-order is for a one-shot check: online rounds rely on each session's order"
+    );
+    anyhow::ensure!(
         a.report.is_none(),
         "--report (--out) is for a one-shot check: online rounds delete the transactions a report would show"
     );

@@ -144,7 +144,19 @@ pub struct History {
     pub list_reads: Vec<(OpId, u32, u32)>,
     /// The lists of `list_reads`, one after another.
     pub list_values: Vec<u64>,
+    /// Each transaction's 1-based place in its session as the input had it, where that is not
+    /// its place in `session_range` (a history with every transaction a session of its own);
+    /// empty otherwise. Reports name long-id transactions by it.
+    pub txn_pos: Vec<u32>,
+    /// Name every transaction by its id (`T<id>`), never by its place in its session: for
+    /// histories that hold only part of each session (an online round).
+    pub name_by_id: bool,
 }
+
+/// Ids below this name a transaction as `T<id>` (a person's own numbering); longer ones (a
+/// collector's `client << 40 | n`, Cobra's random ids) give way to `<session>:<n>`, its n-th
+/// transaction in its session: short, and the same on every run.
+pub const SHORT_ID_LIMIT: u64 = 1_000_000;
 
 impl History {
     /// Number of transactions.
@@ -180,6 +192,24 @@ impl History {
             }
         }
         out
+    }
+    /// The same history with every transaction a session of its own (named after the session it
+    /// was in, and named in reports by its place there), so no order between a session's transactions is assumed: for clients whose
+    /// sessions issue transactions concurrently (`krait check --no-session-order`).
+    pub fn one_session_per_txn(&self) -> History {
+        let mut h = self.clone();
+        let sessions: Vec<usize> = (0..self.num_txns() as TxnId)
+            .map(|t| self.session_of(t))
+            .collect();
+        h.txn_pos = (0..self.num_txns() as TxnId)
+            .map(|t| self.place(t, sessions[t as usize]))
+            .collect();
+        h.session_names = sessions
+            .iter()
+            .map(|&s| self.session_names[s].clone())
+            .collect();
+        h.session_txns = (0..=self.num_txns() as TxnId).collect();
+        h
     }
     /// The session of transaction `t`.
     pub fn session_of(&self, t: TxnId) -> usize {
@@ -223,9 +253,46 @@ impl History {
     pub fn has_lists(&self) -> bool {
         !self.list_reads.is_empty()
     }
-    /// How reports name transaction `t`: `T` and its external id.
+    /// How reports name transaction `t`: `T` and its id when the id is short (below
+    /// [`SHORT_ID_LIMIT`]), else `<session>:<n>`, its n-th transaction in its session.
     pub fn display_txn(&self, t: TxnId) -> String {
-        format!("T{}", self.txn_ext[t as usize])
+        let ext = self.txn_ext[t as usize];
+        if ext < SHORT_ID_LIMIT || self.name_by_id {
+            return format!("T{ext}");
+        }
+        let s = self.session_of(t);
+        format!("{}:{}", self.session_names[s], self.place(t, s))
+    }
+
+    /// Transaction `t`'s 1-based place in session `s` (its own) as the input had it.
+    fn place(&self, t: TxnId, s: usize) -> u32 {
+        match self.txn_pos.get(t as usize) {
+            Some(&p) => p,
+            None => t - self.session_txns[s] + 1,
+        }
+    }
+
+    /// The transaction a report names ([`History::display_txn`]'s inverse): `T<id>` or
+    /// `<session>:<n>`, followed by nothing or by a space or `'` and more words.
+    pub fn txn_named(&self, name: &str) -> Option<TxnId> {
+        let name = name
+            .split(|c: char| c.is_whitespace() || c == '\'')
+            .next()
+            .unwrap_or(name);
+        if let Some((session, n)) = name.rsplit_once(':') {
+            if let Ok(n) = n.parse::<u32>() {
+                let found = (0..self.num_sessions())
+                    .filter(|&s| self.session_names[s] == session)
+                    .flat_map(|s| self.session_range(s).map(move |t| (s, t)))
+                    .find(|&(s, t)| self.place(t, s) == n)
+                    .map(|(_, t)| t);
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+        let id = name.strip_prefix('T')?.parse::<u64>().ok()?;
+        self.txn_index.get(&id).copied()
     }
 
     /// Bytes held by the arrays (not counting allocator slack), for memory reports.
