@@ -3,17 +3,20 @@
 //! Input: a [`store::Backend`] (SQLite, PostgreSQL, MariaDB/MySQL) and a workload from
 //! krait-workloads. Output: one native JSON Lines log per client session (see
 //! `docs/history-format.md`), written before each request goes out, plus throughput and latency.
+//! Applications record their own transactions with [`Recorder`] (docs/recording.md).
 
 #![warn(missing_docs)]
 
 mod connect;
 mod mysql;
 mod postgres;
+mod recorder;
 mod run;
 mod session;
 mod sqlite;
 mod store;
 
 pub use connect::backend;
+pub use recorder::{RecSession, RecTxn, Recorder};
 pub use run::{run, RunConfig, RunReport};
 pub use store::{Backend, Isolation, Promise, Promised, Store, StoreError, UnknownIsolation};

@@ -63,12 +63,12 @@ impl Log {
             line: String::with_capacity(256),
         })
     }
-    fn emit(&mut self, s: &str) -> Result<(), StoreError> {
+    pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {
         self.file
             .write_all(s.as_bytes())
             .map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
     }
-    fn sync(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
         if self.fsync {
             self.file
                 .sync_data()

@@ -34,4 +34,10 @@ pub use formats::load::{detect, load};
 pub use formats::polysi::read as read_polysi;
 pub use formats::{Format, Loaded, UnknownFormat};
 pub use fxhash::{FxHashMap, FxHashSet};
+
+/// A value as histories hold it, for a recorder that logs an application's own values rather
+/// than tagged write ids: a 64-bit hash (xxHash64), equal for equal values.
+pub fn hash_value(value: &str) -> u64 {
+    xxh64::xxh64(value.as_bytes(), 0)
+}
 pub use model::*;

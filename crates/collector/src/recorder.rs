@@ -1,0 +1,286 @@
+//! The recorder API: record your own application's transactions as a krait history, with the
+//! same guarantees as krait's built-in workloads. One [`Recorder`] per history directory; one
+//! [`RecSession`] per thread or connection (a session runs one transaction at a time); per
+//! transaction a [`RecTxn`] that logs each read and write, then the outcome.
+//!
+//! Crash safety is the collector's: a transaction's line is started when it begins, a write is
+//! logged *before* the application sends it, `]` is written (and with [`Recorder::fsync`]
+//! synced) just before COMMIT goes out, and the outcome after. A line cut short by a crash is
+//! read back as aborted (COMMIT never sent) or unknown (COMMIT sent, answer lost), so the
+//! history never claims more than the database may have done.
+//!
+//! Values: a history needs each write's value to name it. [`RecTxn::tag`] makes a unique id
+//! for a write and returns the string to store (`k<id>|<value>`), which
+//! [`RecTxn::read_tagged`] strips again while logging the id; an application that cannot
+//! change what it stores logs the values themselves ([`RecTxn::write_value`],
+//! [`RecTxn::read_value`]), and the checker then matches each read to every write of that
+//! value (repeated values are checked exactly, at more cost).
+
+use crate::session::{decode, encode, now_ns, Log};
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A history being recorded into a directory: one JSON Lines log per session.
+pub struct Recorder {
+    dir: PathBuf,
+    fsync: bool,
+    sessions: Mutex<HashSet<String>>,
+    next: AtomicU64,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+impl Recorder {
+    /// Records into `dir`, created if missing. A directory that already holds session logs
+    /// (`*.jsonl`) is refused: a history is one run.
+    pub fn create(dir: impl AsRef<Path>) -> io::Result<Recorder> {
+        let dir = dir.as_ref().to_path_buf();
+        std::fs::create_dir_all(&dir)?;
+        for e in std::fs::read_dir(&dir)? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} already holds session logs ({}); record into a new directory",
+                        dir.display(),
+                        p.display()
+                    ),
+                ));
+            }
+        }
+        Ok(Recorder {
+            dir,
+            fsync: false,
+            sessions: Mutex::new(HashSet::new()),
+            next: AtomicU64::new(0),
+        })
+    }
+
+    /// Sync each transaction's operations to disk before its COMMIT is sent, and its outcome
+    /// after (survives a machine crash, not only a process crash; slower).
+    pub fn fsync(mut self, on: bool) -> Recorder {
+        self.fsync = on;
+        self
+    }
+
+    /// The directory the history is written to (`krait check DIR` checks it).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new session, logged to `DIR/NAME.jsonl`: one thread or connection, running one
+    /// transaction at a time, in order. Names are letters, digits, `-`, `_` and `.`, unique
+    /// within the recorder.
+    pub fn session(&self, name: &str) -> io::Result<RecSession> {
+        let ok = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !ok {
+            return Err(invalid(format!(
+                "session name {name:?}: use letters, digits, '-', '_' and '.'"
+            )));
+        }
+        if !self.sessions.lock().unwrap().insert(name.to_string()) {
+            return Err(invalid(format!("session {name:?} exists already")));
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        let log = Log::create(&self.dir.join(format!("{name}.jsonl")), self.fsync)?;
+        Ok(RecSession {
+            name: name.to_string(),
+            log,
+            // Transaction and write ids unique across the recorder's sessions, as the
+            // collector's are: the session in the high bits, a counter below.
+            base: (index + 1) << 40,
+            txns: 0,
+            writes: 0,
+        })
+    }
+}
+
+/// One session's log. Its transactions are recorded in the order they ran.
+pub struct RecSession {
+    name: String,
+    log: Log,
+    base: u64,
+    txns: u64,
+    writes: u64,
+}
+
+impl RecSession {
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Records the start of a transaction: call it before the application sends BEGIN (or
+    /// its first statement). End it with [`RecTxn::committed`], [`RecTxn::aborted`] or
+    /// [`RecTxn::unknown`]; dropped without one, it is recorded as aborted if COMMIT was not
+    /// announced ([`RecTxn::committing`]) and as unknown if it was.
+    pub fn begin(&mut self) -> io::Result<RecTxn<'_>> {
+        self.txns += 1;
+        let txn = self.base | self.txns;
+        let head = format!(
+            "{{\"session\":{},\"txn\":{txn},\"start\":{},\"ops\":[",
+            serde_json::to_string(&self.name).expect("a string serializes"),
+            now_ns()
+        );
+        self.log.emit(&head).map_err(io::Error::other)?;
+        Ok(RecTxn {
+            s: self,
+            first: true,
+            committing: false,
+            ended: false,
+        })
+    }
+}
+
+/// One transaction being recorded.
+pub struct RecTxn<'a> {
+    s: &'a mut RecSession,
+    first: bool,
+    committing: bool,
+    ended: bool,
+}
+
+impl RecTxn<'_> {
+    fn op(&mut self, kind: &str, key: &str, value: Option<u64>) -> io::Result<()> {
+        if self.committing {
+            return Err(invalid(format!(
+                "{kind}({key}) after committing(): a transaction's operations end before COMMIT is sent"
+            )));
+        }
+        let key = serde_json::to_string(key).expect("a string serializes");
+        let v = value.map_or("null".to_string(), |v| v.to_string());
+        let sep = if self.first { "" } else { "," };
+        self.first = false;
+        self.s
+            .log
+            .emit(&format!("{sep}[\"{kind}\",{key},{v}]"))
+            .map_err(io::Error::other)
+    }
+
+    /// A read of `key` returned the version written with `value` (`None`: the key's initial
+    /// state, or no row). Log it once the value has arrived.
+    pub fn read(&mut self, key: &str, value: Option<u64>) -> io::Result<()> {
+        self.op("r", key, value)
+    }
+
+    /// A write of `value` to `key`. Log it *before* the application sends it.
+    pub fn write(&mut self, key: &str, value: u64) -> io::Result<()> {
+        self.op("w", key, Some(value))
+    }
+
+    /// A write of the application's `value` to `key`, tagged with a fresh unique id: logs the
+    /// write and returns what to store instead of `value` (`k<id>|<value>`). Reads of it are
+    /// logged with [`RecTxn::read_tagged`], which gives `value` back.
+    pub fn tag(&mut self, key: &str, value: &str) -> io::Result<String> {
+        self.s.writes += 1;
+        let id = self.s.base | self.s.writes;
+        self.write(key, id)?;
+        Ok(encode(id, value))
+    }
+
+    /// A read of `key` that returned `stored` (what the database holds, tagged by
+    /// [`RecTxn::tag`]; `None` for no row): logs the write it names and returns the
+    /// application's value. A value without a tag was not written by a recorded transaction
+    /// and is logged as the key's initial state.
+    pub fn read_tagged<'v>(
+        &mut self,
+        key: &str,
+        stored: Option<&'v str>,
+    ) -> io::Result<Option<&'v str>> {
+        match stored {
+            None => {
+                self.read(key, None)?;
+                Ok(None)
+            }
+            Some(s) => {
+                let (id, value) = decode(s);
+                self.read(key, id)?;
+                Ok(Some(value))
+            }
+        }
+    }
+
+    /// A write of the application's own `value` to `key`, untagged: logged as a hash of the
+    /// value, so two writes of one value are one value to the checker (it then considers every
+    /// writer a read of it may have read).
+    pub fn write_value(&mut self, key: &str, value: &str) -> io::Result<()> {
+        self.write(key, value_id(value))
+    }
+
+    /// A read of `key` that returned the application's own `value` (untagged; `None`: no row).
+    /// A value no recorded transaction wrote (data loaded before recording) is a read of
+    /// nobody's write: load initial data through a recorded session, or tag values.
+    pub fn read_value(&mut self, key: &str, value: Option<&str>) -> io::Result<()> {
+        self.read(key, value.map(value_id))
+    }
+
+    /// The operations are complete and COMMIT is about to be sent: from here a lost answer
+    /// means the outcome is unknown. Synced to disk first with [`Recorder::fsync`].
+    pub fn committing(&mut self) -> io::Result<()> {
+        if !self.committing {
+            self.committing = true;
+            self.s.log.emit("]").map_err(io::Error::other)?;
+            self.s.log.sync().map_err(io::Error::other)?;
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, tail: String) -> io::Result<()> {
+        self.ended = true;
+        self.s.log.emit(&tail).map_err(io::Error::other)?;
+        self.s.log.sync().map_err(io::Error::other)
+    }
+
+    /// The database answered COMMIT with success.
+    pub fn committed(mut self) -> io::Result<()> {
+        self.committing()?;
+        self.end(format!(
+            ",\"status\":\"committed\",\"commit\":{}}}\n",
+            now_ns()
+        ))
+    }
+
+    /// The transaction rolled back: the application gave up, a statement failed, or COMMIT
+    /// was refused (a serialization failure).
+    pub fn aborted(mut self) -> io::Result<()> {
+        let tail = if self.committing { "" } else { "]" };
+        self.end(format!("{tail},\"status\":\"aborted\"}}\n"))
+    }
+
+    /// COMMIT was sent and no answer came (the connection broke): the database may or may not
+    /// have committed it. Retry it, if at all, as a new transaction.
+    pub fn unknown(mut self) -> io::Result<()> {
+        self.committing()?;
+        self.end(",\"status\":\"unknown\"}\n".to_string())
+    }
+}
+
+impl Drop for RecTxn<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            // No outcome given (a panic, an early return): the most the database may have done.
+            let tail = if self.committing {
+                ",\"status\":\"unknown\"}\n"
+            } else {
+                "],\"status\":\"aborted\"}\n"
+            };
+            self.ended = true;
+            let _ = self.s.log.emit(tail);
+        }
+    }
+}
+
+/// An untagged value as a history value: a hash, equal for equal values.
+fn value_id(value: &str) -> u64 {
+    krait_history::hash_value(value)
+}

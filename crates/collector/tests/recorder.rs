@@ -1,0 +1,319 @@
+//! The recorder API (`krait_collector::Recorder`) as an application uses it: transactions
+//! recorded by hand read back exactly, with every outcome (and the ones a dropped transaction
+//! leaves); a bank-transfer service on SQLite records a serializable history; the same service
+//! on PostgreSQL at READ COMMITTED keeps its invariant (no negative balance) while krait catches
+//! the lost updates, which read committed allows and snapshot isolation does not. The
+//! PostgreSQL test needs KRAIT_PG_URL and says it skipped otherwise.
+
+mod common;
+
+use krait_checker::{check, Level, Options, Verdict};
+use krait_collector::Recorder;
+use krait_history::{History, OpKind, TxnStatus};
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("krait-recorder-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn load(dir: &std::path::Path) -> History {
+    let l = krait_history::load(dir, None).unwrap();
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    l.history
+}
+
+fn verdict(h: &History, level: Level) -> Verdict {
+    let opts = Options {
+        level,
+        want_order: true,
+        ..Options::default()
+    };
+    let rep = check(h, &opts).unwrap();
+    let v = serde_json::to_value(&rep).unwrap();
+    if let Err(p) = krait_verify::verify(h, &v) {
+        assert!(
+            matches!(p, krait_verify::Problem::Unsupported(_)),
+            "krait-verify refutes {v}: {p}"
+        );
+    }
+    rep.verdict
+}
+
+#[test]
+fn recorded_transactions_read_back_exactly_with_every_outcome() {
+    let dir = tmp("exact");
+    let rec = Recorder::create(&dir).unwrap();
+    let mut s = rec.session("app-1").unwrap();
+    // T1 writes x (tagged), T2 reads it back: the read names T1's write.
+    let mut t = s.begin().unwrap();
+    let stored = t.tag("x", "alice:10").unwrap();
+    t.committed().unwrap();
+    let mut t = s.begin().unwrap();
+    assert_eq!(t.read_tagged("x", Some(&stored)).unwrap(), Some("alice:10"));
+    // A value nobody recorded is the initial state.
+    assert_eq!(t.read_tagged("y", Some("100")).unwrap(), Some("100"));
+    t.committed().unwrap();
+    // Rolled back; COMMIT sent and no answer; dropped before and after COMMIT.
+    let mut t = s.begin().unwrap();
+    t.write("z", 7).unwrap();
+    t.aborted().unwrap();
+    let mut t = s.begin().unwrap();
+    t.write("z", 8).unwrap();
+    t.committing().unwrap();
+    assert!(t.write("z", 9).is_err(), "no operation after committing()");
+    t.unknown().unwrap();
+    {
+        let mut t = s.begin().unwrap();
+        t.write("z", 10).unwrap();
+    }
+    {
+        let mut t = s.begin().unwrap();
+        t.write("z", 11).unwrap();
+        t.committing().unwrap();
+    }
+    // Names are checked, and a session name is used once.
+    assert!(rec.session("app-1").is_err());
+    assert!(rec.session("../evil").is_err());
+    drop(s);
+    assert!(
+        Recorder::create(&dir).is_err(),
+        "a directory with logs is refused"
+    );
+
+    let h = load(&dir);
+    assert_eq!(h.num_txns(), 6);
+    use TxnStatus::*;
+    assert_eq!(
+        h.txn_status,
+        [Committed, Committed, Aborted, Unknown, Aborted, Unknown]
+    );
+    let r = krait_history::resolve(&h);
+    let read_x = h.ops(1).start;
+    assert_eq!(r.writer_txn(read_x as u32), Some(0), "T2 read T1's write");
+    assert_eq!(h.op_kind[read_x + 1], OpKind::ReadInit);
+    assert!(verdict(&h, Level::Serializable).is_accept());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Moves `amount` from one account to another if the first has it; the invariant the service
+/// keeps is that no balance goes negative.
+fn transfer(
+    c: &mut rusqlite::Connection,
+    s: &mut krait_collector::RecSession,
+    from: &str,
+    to: &str,
+    amount: i64,
+) -> std::io::Result<bool> {
+    let mut t = s.begin()?;
+    let tx = match c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(_) => {
+            t.aborted()?;
+            return Ok(false);
+        }
+    };
+    let get = |k: &str| -> String {
+        tx.query_row("SELECT v FROM accounts WHERE k = ?1", [k], |r| r.get(0))
+            .unwrap()
+    };
+    let a = get(from);
+    let a: i64 = t.read_tagged(from, Some(&a))?.unwrap().parse().unwrap();
+    let b = get(to);
+    let b: i64 = t.read_tagged(to, Some(&b))?.unwrap().parse().unwrap();
+    if a < amount {
+        drop(tx);
+        t.aborted()?;
+        return Ok(false);
+    }
+    for (k, v) in [(from, a - amount), (to, b + amount)] {
+        let stored = t.tag(k, &v.to_string())?;
+        tx.execute("UPDATE accounts SET v = ?1 WHERE k = ?2", [&stored, k])
+            .unwrap();
+    }
+    t.committing()?;
+    match tx.commit() {
+        Ok(()) => t.committed()?,
+        Err(_) => t.aborted()?,
+    }
+    Ok(true)
+}
+
+#[test]
+fn a_bank_on_sqlite_records_a_serializable_history() {
+    let dir = tmp("sqlite");
+    let db = dir.with_extension("db");
+    let _ = std::fs::remove_file(&db);
+    let rec = Recorder::create(&dir).unwrap();
+    let open = || {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+        c
+    };
+    {
+        // The initial balances, loaded through a recorded session: every value has a writer.
+        let c = open();
+        c.execute_batch("CREATE TABLE accounts (k TEXT PRIMARY KEY, v TEXT)")
+            .unwrap();
+        let mut s = rec.session("setup").unwrap();
+        let mut t = s.begin().unwrap();
+        for k in ["a", "b", "c"] {
+            let v = t.tag(k, "100").unwrap();
+            c.execute("INSERT INTO accounts VALUES (?1, ?2)", [k, &v])
+                .unwrap();
+        }
+        t.committed().unwrap();
+    }
+    std::thread::scope(|sc| {
+        for i in 0..4 {
+            let rec = &rec;
+            let open = &open;
+            sc.spawn(move || {
+                let mut c = open();
+                let mut s = rec.session(&format!("teller-{i}")).unwrap();
+                let names = ["a", "b", "c"];
+                for n in 0..40 {
+                    let (f, t) = (names[(i + n) % 3], names[(i + n + 1) % 3]);
+                    transfer(&mut c, &mut s, f, t, 7).unwrap();
+                }
+            });
+        }
+    });
+    let h = load(&dir);
+    assert_eq!(h.num_sessions(), 5);
+    assert!(verdict(&h, Level::Serializable).is_accept());
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&db);
+}
+
+#[test]
+fn a_flag_recorded_untagged_has_repeated_values_and_checks() {
+    let dir = tmp("untagged");
+    let rec = Recorder::create(&dir).unwrap();
+    let mut s = rec.session("flags").unwrap();
+    let mut t = s.begin().unwrap();
+    t.write_value("f", "off").unwrap();
+    t.committed().unwrap();
+    let mut flag = "off";
+    for _ in 0..6 {
+        let next = if flag == "off" { "on" } else { "off" };
+        let mut t = s.begin().unwrap();
+        t.read_value("f", Some(flag)).unwrap();
+        t.write_value("f", next).unwrap();
+        t.committed().unwrap();
+        flag = next;
+    }
+    let h = load(&dir);
+    assert!(
+        h.has_duplicates(),
+        "off and on are each written more than once"
+    );
+    assert!(verdict(&h, Level::Serializable).is_accept());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bank_at_read_committed_keeps_its_invariant_and_krait_catches_lost_updates() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "recorder_bank") else {
+        return;
+    };
+    db.exec(&format!(
+        "ALTER DATABASE {} SET default_transaction_isolation = 'read committed'",
+        db.name
+    ));
+    let dir = tmp("pg");
+    let rec = Recorder::create(&dir).unwrap();
+    {
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        c.batch_execute("CREATE TABLE accounts (k TEXT PRIMARY KEY, v TEXT)")
+            .unwrap();
+        let mut s = rec.session("setup").unwrap();
+        let mut t = s.begin().unwrap();
+        for k in ["a", "b"] {
+            let v = t.tag(k, "1000").unwrap();
+            c.execute("INSERT INTO accounts VALUES ($1, $2)", &[&k, &v])
+                .unwrap();
+        }
+        t.committed().unwrap();
+    }
+    std::thread::scope(|sc| {
+        for i in 0..6 {
+            let (rec, url) = (&rec, &db.url);
+            sc.spawn(move || {
+                let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                let mut s = rec.session(&format!("teller-{i}")).unwrap();
+                for n in 0..30 {
+                    let (from, to) = if (i + n) % 2 == 0 {
+                        ("a", "b")
+                    } else {
+                        ("b", "a")
+                    };
+                    let mut t = s.begin().unwrap();
+                    let mut tx = c.transaction().unwrap();
+                    let get = |tx: &mut postgres::Transaction, k: &str| -> String {
+                        tx.query_one("SELECT v FROM accounts WHERE k = $1", &[&k])
+                            .unwrap()
+                            .get(0)
+                    };
+                    let a = get(&mut tx, from);
+                    let a: i64 = t
+                        .read_tagged(from, Some(&a))
+                        .unwrap()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let b = get(&mut tx, to);
+                    let b: i64 = t
+                        .read_tagged(to, Some(&b))
+                        .unwrap()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    // The service's own check passes: it never moves money it does not see.
+                    assert!(a >= 0 && b >= 0);
+                    if a < 5 {
+                        drop(tx);
+                        t.aborted().unwrap();
+                        continue;
+                    }
+                    // Time between read and write, as a real service has: others commit.
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    // Rows in key order, as a careful service updates them (no deadlock);
+                    // a statement that fails rolls the transaction back.
+                    let mut updates = [(from, a - 5), (to, b + 5)];
+                    updates.sort();
+                    let mut failed = false;
+                    for (k, v) in updates {
+                        let stored = t.tag(k, &v.to_string()).unwrap();
+                        let r =
+                            tx.execute("UPDATE accounts SET v = $1 WHERE k = $2", &[&stored, &k]);
+                        if r.is_err() {
+                            failed = true;
+                            break;
+                        }
+                    }
+                    if failed {
+                        drop(tx);
+                        t.aborted().unwrap();
+                        continue;
+                    }
+                    t.committing().unwrap();
+                    match tx.commit() {
+                        Ok(()) => t.committed().unwrap(),
+                        Err(_) => t.aborted().unwrap(),
+                    }
+                }
+            });
+        }
+    });
+    let h = load(&dir);
+    // Read committed allows what happened; snapshot isolation and serializability do not.
+    assert!(verdict(&h, Level::ReadCommitted).is_accept());
+    match verdict(&h, Level::SnapshotIsolation) {
+        Verdict::Reject(c) => eprintln!("caught: {}", c.summary),
+        v => panic!("six tellers at read committed lost no update? {v:?}"),
+    }
+    assert!(verdict(&h, Level::Serializable).is_reject());
+    let _ = std::fs::remove_dir_all(&dir);
+}
