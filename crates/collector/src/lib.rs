@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod adapters;
 mod connect;
 mod mysql;
 mod postgres;
@@ -16,6 +17,7 @@ mod session;
 mod sqlite;
 mod store;
 
+pub use adapters::{RecError, Rows, Table};
 pub use connect::backend;
 pub use recorder::{RecSession, RecTxn, Recorder};
 pub use run::{run, RunConfig, RunReport};

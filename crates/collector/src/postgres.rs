@@ -21,7 +21,7 @@ impl Postgres {
 
 /// The server's own words: SQLSTATE, message, detail and hint (the driver's Display says only
 /// "db error").
-fn describe(e: &postgres::Error) -> String {
+pub(crate) fn describe(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(d) => {
             let mut s = format!("postgres {}: {}", d.code().code(), d.message());
