@@ -3,10 +3,15 @@
 //! and [`RecTxn::update_with`] run the statement and record it in one call, so an application
 //! written against a key-value view of its tables records its history without handling tags.
 //!
+//! [`RecTxn::fence`] makes a transaction a fence (a read-modify-write of one agreed row that
+//! every session does every N transactions), which gives online checking (`krait watch`,
+//! `--round-size`) the epochs its garbage collection needs.
+//!
 //! Deletes are left out on purpose: a later read that finds no row could have read the initial
 //! state or any delete, which the history cannot say; write a tombstone value instead.
 
 use crate::recorder::RecTxn;
+use krait_history::NATIVE_FENCE_KEY;
 use std::io;
 
 /// A table read and written by primary key: its name, its key column and its value column
@@ -183,5 +188,22 @@ impl RecTxn<'_> {
         let new = f(old.as_deref());
         self.put(db, t, key, &new)?;
         Ok(new)
+    }
+
+    /// Makes this transaction a fence: reads and rewrites row `__krait_fence` of `t` (a
+    /// counter), recorded under the history's fence key. Run one, alone in its transaction and
+    /// committed, every N transactions of each session (say every 20): online checking then
+    /// knows that nothing before the last fence every session has passed can be affected by
+    /// what comes after, and frees it. A fence that aborts is simply retried.
+    pub fn fence(&mut self, db: &mut impl Rows, t: &Table) -> Result<(), RecError> {
+        let stored = db.select(t, NATIVE_FENCE_KEY).map_err(RecError::Db)?;
+        let n: u64 = match stored.as_deref() {
+            Some(s) => self.read_tagged(NATIVE_FENCE_KEY, Some(s))?,
+            None => self.read_tagged(NATIVE_FENCE_KEY, None)?,
+        }
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+        let next = self.tag(NATIVE_FENCE_KEY, &(n + 1).to_string())?;
+        db.upsert(t, NATIVE_FENCE_KEY, &next).map_err(RecError::Db)
     }
 }

@@ -117,6 +117,68 @@ fn a_counter_on_sqlite_is_recorded_and_accepted() {
 }
 
 #[test]
+fn fences_let_the_online_checker_free_what_is_done() {
+    let dir = tmp("fenced");
+    let rec = Recorder::create(&dir).unwrap();
+    let table = Table::new("counters", "k", "v").unwrap();
+    let file = dir.with_extension("db");
+    let _ = std::fs::remove_file(&file);
+    rusqlite::Connection::open(&file)
+        .unwrap()
+        .execute_batch("CREATE TABLE counters (k TEXT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    std::thread::scope(|sc| {
+        for i in 0..THREADS {
+            let (rec, table, file) = (&rec, &table, &file);
+            sc.spawn(move || {
+                let mut c = rusqlite::Connection::open(file).unwrap();
+                c.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+                let mut s = rec.session(&format!("w{i}")).unwrap();
+                for n in 0..4 * INCREMENTS {
+                    let mut tx = c
+                        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                        .unwrap();
+                    let mut r = s.begin().unwrap();
+                    // A fence every 10 transactions; a key of its own per session otherwise.
+                    if n % 10 == 0 {
+                        r.fence(&mut tx, table).unwrap();
+                    } else {
+                        r.update_with(&mut tx, table, &format!("s{i}"), |v| {
+                            (v.map_or(0, |v| v.parse::<u64>().unwrap()) + 1).to_string()
+                        })
+                        .unwrap();
+                    }
+                    r.committing().unwrap();
+                    tx.commit().unwrap();
+                    r.committed().unwrap();
+                }
+            });
+        }
+    });
+    let h = krait_history::load(&dir, None).unwrap().history;
+    assert_eq!(
+        krait_history::summarize(&h).fences,
+        THREADS * 4 * INCREMENTS / 10
+    );
+    let mut deleted = 0;
+    let on = krait_checker::online::replay(
+        &h,
+        krait_checker::online::OnlineOptions::default(),
+        50,
+        |st, _| deleted = st.deleted_total,
+    )
+    .unwrap();
+    assert!(on.verdict().is_none(), "{:?}", on.verdict());
+    assert!(
+        deleted > (h.num_txns() / 2) as u64,
+        "the fences' epochs let garbage collection free most of the history: {deleted} of {}",
+        h.num_txns()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
 fn untagged_values_are_stored_as_they_are() {
     let dir = tmp("untagged");
     let rec = Recorder::create(&dir).unwrap();
