@@ -101,6 +101,7 @@ impl Recorder {
             base: (index + 1) << 40,
             txns: 0,
             writes: 0,
+            open: None,
         })
     }
 }
@@ -112,6 +113,8 @@ pub struct RecSession {
     base: u64,
     txns: u64,
     writes: u64,
+    /// The transaction being recorded: (an operation logged yet, COMMIT announced).
+    open: Option<(bool, bool)>,
 }
 
 impl RecSession {
@@ -125,6 +128,22 @@ impl RecSession {
     /// [`RecTxn::unknown`]; dropped without one, it is recorded as aborted if COMMIT was not
     /// announced ([`RecTxn::committing`]) and as unknown if it was.
     pub fn begin(&mut self) -> io::Result<RecTxn<'_>> {
+        self.open_txn()?;
+        Ok(RecTxn { s: self })
+    }
+
+    /// Whether a transaction is being recorded.
+    pub(crate) fn in_txn(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Starts a transaction's line (one owner at a time: [`RecTxn`], or the proxy, which
+    /// follows a connection's transactions without holding a borrow).
+    pub(crate) fn open_txn(&mut self) -> io::Result<()> {
+        if self.open.is_some() {
+            // The previous one never got its outcome: the most it may have done.
+            self.drop_txn();
+        }
         self.txns += 1;
         let txn = self.base | self.txns;
         let head = format!(
@@ -133,57 +152,103 @@ impl RecSession {
             now_ns()
         );
         self.log.emit(&head).map_err(io::Error::other)?;
-        Ok(RecTxn {
-            s: self,
-            first: true,
-            committing: false,
-            ended: false,
-        })
+        self.open = Some((false, false));
+        Ok(())
+    }
+
+    pub(crate) fn op(&mut self, kind: &str, key: &str, value: Option<u64>) -> io::Result<()> {
+        let Some((any, committing)) = self.open.as_mut() else {
+            return Err(invalid(format!("{kind}({key}) outside a transaction")));
+        };
+        if *committing {
+            return Err(invalid(format!(
+                "{kind}({key}) after committing(): a transaction's operations end before COMMIT is sent"
+            )));
+        }
+        let sep = if *any { "," } else { "" };
+        *any = true;
+        let key = serde_json::to_string(key).expect("a string serializes");
+        let v = value.map_or("null".to_string(), |v| v.to_string());
+        self.log
+            .emit(&format!("{sep}[\"{kind}\",{key},{v}]"))
+            .map_err(io::Error::other)
+    }
+
+    /// A fresh write id, unique in the recorder.
+    pub(crate) fn next_write_id(&mut self) -> u64 {
+        self.writes += 1;
+        self.base | self.writes
+    }
+
+    pub(crate) fn committing(&mut self) -> io::Result<()> {
+        match self.open.as_mut() {
+            Some((_, c)) if !*c => {
+                *c = true;
+                self.log.emit("]").map_err(io::Error::other)?;
+                self.log.sync().map_err(io::Error::other)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends the transaction: `committed`, `aborted` or `unknown`.
+    pub(crate) fn end(&mut self, status: &str) -> io::Result<()> {
+        let Some((_, committing)) = self.open.take() else {
+            return Ok(());
+        };
+        let close = if committing { "" } else { "]" };
+        let commit = if status == "committed" {
+            format!(",\"commit\":{}", now_ns())
+        } else {
+            String::new()
+        };
+        self.log
+            .emit(&format!("{close},\"status\":\"{status}\"{commit}}}\n"))
+            .map_err(io::Error::other)?;
+        self.log.sync().map_err(io::Error::other)
+    }
+
+    /// No outcome was given (a panic, an early return, a lost client): the most the database
+    /// may have done — aborted before COMMIT was announced, unknown after.
+    pub(crate) fn drop_txn(&mut self) {
+        if let Some((_, committing)) = self.open {
+            let _ = if committing {
+                self.end("unknown")
+            } else {
+                self.end("aborted")
+            };
+        }
+    }
+}
+
+impl Drop for RecSession {
+    fn drop(&mut self) {
+        self.drop_txn();
     }
 }
 
 /// One transaction being recorded.
 pub struct RecTxn<'a> {
     s: &'a mut RecSession,
-    first: bool,
-    committing: bool,
-    ended: bool,
 }
 
 impl RecTxn<'_> {
-    fn op(&mut self, kind: &str, key: &str, value: Option<u64>) -> io::Result<()> {
-        if self.committing {
-            return Err(invalid(format!(
-                "{kind}({key}) after committing(): a transaction's operations end before COMMIT is sent"
-            )));
-        }
-        let key = serde_json::to_string(key).expect("a string serializes");
-        let v = value.map_or("null".to_string(), |v| v.to_string());
-        let sep = if self.first { "" } else { "," };
-        self.first = false;
-        self.s
-            .log
-            .emit(&format!("{sep}[\"{kind}\",{key},{v}]"))
-            .map_err(io::Error::other)
-    }
-
     /// A read of `key` returned the version written with `value` (`None`: the key's initial
     /// state, or no row). Log it once the value has arrived.
     pub fn read(&mut self, key: &str, value: Option<u64>) -> io::Result<()> {
-        self.op("r", key, value)
+        self.s.op("r", key, value)
     }
 
     /// A write of `value` to `key`. Log it *before* the application sends it.
     pub fn write(&mut self, key: &str, value: u64) -> io::Result<()> {
-        self.op("w", key, Some(value))
+        self.s.op("w", key, Some(value))
     }
 
     /// A write of the application's `value` to `key`, tagged with a fresh unique id: logs the
     /// write and returns what to store instead of `value` (`k<id>|<value>`). Reads of it are
     /// logged with [`RecTxn::read_tagged`], which gives `value` back.
     pub fn tag(&mut self, key: &str, value: &str) -> io::Result<String> {
-        self.s.writes += 1;
-        let id = self.s.base | self.s.writes;
+        let id = self.s.next_write_id();
         self.write(key, id)?;
         Ok(encode(id, value))
     }
@@ -227,56 +292,31 @@ impl RecTxn<'_> {
     /// The operations are complete and COMMIT is about to be sent: from here a lost answer
     /// means the outcome is unknown. Synced to disk first with [`Recorder::fsync`].
     pub fn committing(&mut self) -> io::Result<()> {
-        if !self.committing {
-            self.committing = true;
-            self.s.log.emit("]").map_err(io::Error::other)?;
-            self.s.log.sync().map_err(io::Error::other)?;
-        }
-        Ok(())
-    }
-
-    fn end(&mut self, tail: String) -> io::Result<()> {
-        self.ended = true;
-        self.s.log.emit(&tail).map_err(io::Error::other)?;
-        self.s.log.sync().map_err(io::Error::other)
+        self.s.committing()
     }
 
     /// The database answered COMMIT with success.
-    pub fn committed(mut self) -> io::Result<()> {
-        self.committing()?;
-        self.end(format!(
-            ",\"status\":\"committed\",\"commit\":{}}}\n",
-            now_ns()
-        ))
+    pub fn committed(self) -> io::Result<()> {
+        self.s.end("committed")
     }
 
     /// The transaction rolled back: the application gave up, a statement failed, or COMMIT
     /// was refused (a serialization failure).
-    pub fn aborted(mut self) -> io::Result<()> {
-        let tail = if self.committing { "" } else { "]" };
-        self.end(format!("{tail},\"status\":\"aborted\"}}\n"))
+    pub fn aborted(self) -> io::Result<()> {
+        self.s.end("aborted")
     }
 
     /// COMMIT was sent and no answer came (the connection broke): the database may or may not
     /// have committed it. Retry it, if at all, as a new transaction.
-    pub fn unknown(mut self) -> io::Result<()> {
-        self.committing()?;
-        self.end(",\"status\":\"unknown\"}\n".to_string())
+    pub fn unknown(self) -> io::Result<()> {
+        self.s.committing()?;
+        self.s.end("unknown")
     }
 }
 
 impl Drop for RecTxn<'_> {
     fn drop(&mut self) {
-        if !self.ended {
-            // No outcome given (a panic, an early return): the most the database may have done.
-            let tail = if self.committing {
-                ",\"status\":\"unknown\"}\n"
-            } else {
-                "],\"status\":\"aborted\"}\n"
-            };
-            self.ended = true;
-            let _ = self.s.log.emit(tail);
-        }
+        self.s.drop_txn();
     }
 }
 
