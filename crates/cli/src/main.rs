@@ -3,7 +3,9 @@
 //! budget exhausted), 4 a run stopped by its database.
 
 use clap::{Parser, Subcommand};
-use krait_cli::cmd::{check, convert, demo, generate, run, stats, verify_certificate, watch};
+use krait_cli::cmd::{
+    check, convert, demo, generate, proxy, run, stats, verify_certificate, watch,
+};
 use krait_cli::exit;
 use std::process::ExitCode;
 
@@ -37,6 +39,9 @@ enum Cmd {
     /// single reason by a witness, an ACCEPT's serial order (`check --order`) read by read.
     /// Exit 0: confirmed; 1: refuted; 2: bad input; 3: of a kind it cannot confirm.
     VerifyCertificate(verify_certificate::VerifyCertificateArgs),
+    /// Record an unmodified application: a PostgreSQL proxy that forwards every byte and
+    /// records the single-row statements by primary key on the tables named (--table).
+    Proxy(proxy::ProxyArgs),
     /// Follow logs that are still being written (native JSON Lines or Cobra) and check them in
     /// rounds, garbage-collecting what no future transaction can affect.
     Watch(watch::WatchArgs),
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Cmd::Demo(a) => demo::run(a),
         Cmd::Run(a) => run::run(a),
         Cmd::Watch(a) => watch::run(&a),
+        Cmd::Proxy(a) => proxy::run(&a),
     };
     match result {
         Ok(code) => code,

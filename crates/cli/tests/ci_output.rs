@@ -112,6 +112,7 @@ fn every_flag_has_help() {
         "stats",
         "verify-certificate",
         "demo",
+        "proxy",
     ] {
         let out = krait().args([cmd, "--help"]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();

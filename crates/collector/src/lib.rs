@@ -11,6 +11,7 @@ mod adapters;
 mod connect;
 mod mysql;
 mod postgres;
+mod proxy;
 mod recorder;
 mod run;
 mod session;
@@ -19,6 +20,7 @@ mod store;
 
 pub use adapters::{RecError, Rows, Table};
 pub use connect::backend;
+pub use proxy::{serve as serve_proxy, ProxyConfig, ProxyReport};
 pub use recorder::{RecSession, RecTxn, Recorder};
 pub use run::{run, RunConfig, RunReport};
 pub use store::{Backend, Isolation, Promise, Promised, Store, StoreError, UnknownIsolation};

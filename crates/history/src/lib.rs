@@ -38,6 +38,11 @@ pub use fxhash::{FxHashMap, FxHashSet};
 /// A value as histories hold it, for a recorder that logs an application's own values rather
 /// than tagged write ids: a 64-bit hash (xxHash64), equal for equal values.
 pub fn hash_value(value: &str) -> u64 {
-    xxh64::xxh64(value.as_bytes(), 0)
+    hash_bytes(value.as_bytes())
+}
+
+/// [`hash_value`] of raw bytes (a value as a database sent it).
+pub fn hash_bytes(value: &[u8]) -> u64 {
+    xxh64::xxh64(value, 0)
 }
 pub use model::*;

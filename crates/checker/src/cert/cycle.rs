@@ -115,6 +115,9 @@ fn certificate_of(h: &History, r: &Resolution, b: &Built, csr: &Csr, cyc: &[u32]
     }
 }
 
+/// Ambiguous reads a core's summary names before counting the rest.
+const SUMMARY_READS: usize = 3;
+
 /// Strongly connected components searched for further anomalies, smallest first.
 const MORE_COMPONENTS: usize = 16;
 
@@ -288,7 +291,15 @@ pub(crate) fn unsat_certificate(
             Anomaly::Unsatisfiable.name(),
             core.len(),
             reads.len(),
-            reads.join("; ")
+            // One sentence stays readable: the first few reads, the rest counted.
+            match reads.len() {
+                n if n > SUMMARY_READS => format!(
+                    "{}; and {} more",
+                    reads[..SUMMARY_READS].join("; "),
+                    n - SUMMARY_READS
+                ),
+                _ => reads.join("; "),
+            }
         )
     };
     let combos = choices.iter().fold(1usize << core.len().min(20), |n, &ci| {

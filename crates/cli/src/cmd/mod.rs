@@ -8,6 +8,7 @@ pub mod demo;
 pub mod generate;
 mod ladder;
 mod online;
+pub mod proxy;
 pub mod run;
 pub mod stats;
 pub mod verify_certificate;

@@ -1,0 +1,230 @@
+//! `krait proxy`: a PostgreSQL wire-protocol proxy that records the transactions of an
+//! unmodified application. The application connects to the proxy instead of the database;
+//! every byte is forwarded unchanged, and on the declared tables (`--table accounts:id`) the
+//! single-row statements by primary key are recorded as reads and writes of `TABLE/KEY/COLUMN`
+//! (values as the database prints them, hashed: the history has repeated values wherever the
+//! application writes one value twice, which the checker handles). Each client connection is
+//! a session. At start the declared tables' rows are recorded as the `initial` session's one
+//! transaction, so reads of data loaded before recording name their writer.
+//!
+//! Not recorded (counted, and named on stderr): other statements on the declared tables
+//! (`SET c = c + 1`, DELETE, range reads). A history missing them can be wrong, so the count
+//! is part of the proxy's report.
+
+mod conn;
+mod sql;
+mod wire;
+
+use crate::recorder::Recorder;
+use conn::Conn;
+use sql::TableSpec;
+use std::io::{self, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What to listen on, where to forward, where to record, which tables.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Address to listen on, e.g. `127.0.0.1:6543`.
+    pub listen: String,
+    /// The database, as a URL (`postgres://user@host:port/db`): its host and port receive the
+    /// connections, and its tables' rows at start are the initial state.
+    pub upstream: String,
+    /// The history directory (a JSON Lines log per connection).
+    pub out: PathBuf,
+    /// Declared tables: (name, primary-key column).
+    pub tables: Vec<(String, String)>,
+}
+
+/// What a proxy run recorded.
+#[derive(Clone, Debug, Default)]
+pub struct ProxyReport {
+    /// Client connections served.
+    pub connections: u64,
+    /// Statements on declared tables that were not recorded.
+    pub unrecorded: u64,
+}
+
+fn upstream_addr(url: &str) -> io::Result<String> {
+    let cfg: postgres::Config = url
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {e}")))?;
+    let host = match cfg.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "127.0.0.1".to_string(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    Ok(format!("{host}:{port}"))
+}
+
+/// The declared tables' rows as the `initial` session's one committed transaction.
+fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result<()> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls)
+        .map_err(|e| io::Error::other(format!("{url}: {}", crate::postgres::describe(&e))))?;
+    let mut s = rec.session("initial")?;
+    let mut t = s.begin()?;
+    for tb in tables {
+        let rows = c
+            .simple_query(&format!("SELECT * FROM {}", tb.name))
+            .map_err(|e| {
+                io::Error::other(format!(
+                    "reading {}: {}",
+                    tb.name,
+                    crate::postgres::describe(&e)
+                ))
+            })?;
+        for m in rows {
+            let postgres::SimpleQueryMessage::Row(r) = m else {
+                continue;
+            };
+            let cols = r.columns();
+            let Some(pk) = cols.iter().position(|c| c.name() == tb.pk) else {
+                return Err(io::Error::other(format!(
+                    "table {} has no column {}",
+                    tb.name, tb.pk
+                )));
+            };
+            let key = r.get(pk).unwrap_or_default();
+            for (i, c) in cols.iter().enumerate() {
+                if i != pk {
+                    let v = r.get(i).map(str::as_bytes);
+                    let id = match v {
+                        Some(v) => krait_history::hash_bytes(v),
+                        None => krait_history::hash_bytes(b"\0NULL"),
+                    };
+                    t.write(&format!("{}/{key}/{}", tb.name, c.name()), id)?;
+                }
+            }
+        }
+    }
+    t.committed()
+}
+
+/// Forwards one direction of a connection, letting `look` see each message first.
+fn pump(
+    from: TcpStream,
+    mut to: TcpStream,
+    conn: &Mutex<Conn>,
+    client_side: bool,
+) -> io::Result<()> {
+    let mut r = io::BufReader::new(from.try_clone()?);
+    while let Some(m) = wire::read_msg(&mut r)? {
+        {
+            let mut c = conn.lock().unwrap();
+            if client_side {
+                c.on_client(&m)?;
+            } else {
+                c.on_server(&m)?;
+            }
+        }
+        wire::write_msg(&mut to, &m)?;
+        // Flush per message: the other side may be waiting for exactly this one.
+        to.flush()?;
+        if client_side && m.tag == b'X' {
+            break;
+        }
+    }
+    let _ = from.shutdown(std::net::Shutdown::Both);
+    let _ = to.shutdown(std::net::Shutdown::Both);
+    Ok(())
+}
+
+/// Serves one client: the startup exchange (refusing SSL so the stream stays readable), then
+/// both directions until either side closes.
+fn serve_one(
+    client: TcpStream,
+    upstream: &str,
+    rec: &Recorder,
+    tables: &Arc<Vec<TableSpec>>,
+    id: u64,
+    unrecorded: &AtomicU64,
+) -> io::Result<()> {
+    let mut client = client;
+    let startup = loop {
+        let Some(body) = wire::read_startup(&mut client)? else {
+            return Ok(());
+        };
+        let code = body
+            .get(..4)
+            .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        if code == wire::SSL_REQUEST || code == wire::GSS_REQUEST {
+            client.write_all(b"N")?;
+            continue;
+        }
+        break body;
+    };
+    let mut server = TcpStream::connect(upstream)?;
+    server.set_nodelay(true)?;
+    client.set_nodelay(true)?;
+    wire::write_startup(&mut server, &startup)?;
+    let code = startup
+        .get(..4)
+        .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+    if code == wire::CANCEL_REQUEST {
+        return Ok(());
+    }
+    let session = rec.session(&format!("conn-{id}"))?;
+    let conn = Arc::new(Mutex::new(Conn::new(session, tables.clone())));
+    let (c2, s2, k2) = (client.try_clone()?, server.try_clone()?, conn.clone());
+    let up = std::thread::spawn(move || pump(c2, s2, &k2, true));
+    let down = pump(server, client, &conn, false);
+    let up = up
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the client pump panicked")));
+    let mut c = conn.lock().unwrap();
+    c.lost();
+    unrecorded.fetch_add(c.unrecorded, Ordering::Relaxed);
+    // A connection closed by either side is its end, not an error of the proxy's.
+    let _ = (up, down);
+    Ok(())
+}
+
+/// Runs the proxy until `stop` is set (checked between connections every 50 ms), recording
+/// into `cfg.out`; waits for open connections to close before returning.
+pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
+    let tables: Arc<Vec<TableSpec>> = Arc::new(
+        cfg.tables
+            .iter()
+            .map(|(n, k)| TableSpec {
+                name: n.to_ascii_lowercase(),
+                pk: k.to_ascii_lowercase(),
+            })
+            .collect(),
+    );
+    let rec = Recorder::create(&cfg.out)?;
+    record_initial(&rec, &cfg.upstream, &tables)?;
+    let upstream = upstream_addr(&cfg.upstream)?;
+    let listener = TcpListener::bind(&cfg.listen)?;
+    listener.set_nonblocking(true)?;
+    let unrecorded = AtomicU64::new(0);
+    let mut connections = 0u64;
+    std::thread::scope(|sc| -> io::Result<()> {
+        while !stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((client, _)) => {
+                    client.set_nonblocking(false)?;
+                    connections += 1;
+                    let (rec, tables, upstream, unrecorded) =
+                        (&rec, &tables, &upstream, &unrecorded);
+                    let id = connections;
+                    sc.spawn(move || {
+                        if let Err(e) = serve_one(client, upstream, rec, tables, id, unrecorded) {
+                            eprintln!("krait proxy: connection {id}: {e}");
+                        }
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    })?;
+    Ok(ProxyReport {
+        connections,
+        unrecorded: unrecorded.into_inner(),
+    })
+}

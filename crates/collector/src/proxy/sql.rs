@@ -1,0 +1,407 @@
+//! Which statements the proxy records, recognized from their SQL: transaction control, and on
+//! the declared tables single-row statements by primary key — `SELECT cols|* FROM t WHERE pk =
+//! v`, `UPDATE t SET c = v, … WHERE pk = v`, `INSERT INTO t (cols) VALUES (vs)` (with `ON
+//! CONFLICT (…) DO UPDATE SET c = EXCLUDED.c`) — where each v is a constant or a parameter
+//! (`$n`). Any other statement that names a declared table is reported as not recorded: the
+//! history would miss what it did.
+
+/// A value in a statement: a constant (its text; None for NULL) or the n-th parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Operand {
+    Const(Option<Vec<u8>>),
+    Param(usize),
+}
+
+/// What a statement is to the recorder.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Stmt {
+    Begin,
+    Commit,
+    Rollback,
+    /// Reads the columns the row description names of row `key` of table `table`.
+    Select {
+        table: usize,
+        key: Operand,
+    },
+    /// Writes these columns of row `key`.
+    Write {
+        table: usize,
+        key: Operand,
+        cols: Vec<(String, Operand)>,
+    },
+    /// Names a declared table in a way the proxy cannot record (why).
+    Unrecorded(String),
+    /// Touches no declared table (SET, SHOW, other tables…).
+    Ignored,
+}
+
+/// A declared table: its name and primary-key column (lower case).
+#[derive(Clone, Debug)]
+pub(crate) struct TableSpec {
+    pub name: String,
+    pub pk: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Word(String),
+    Quoted(String),
+    Str(Vec<u8>),
+    Num(String),
+    Param(usize),
+    Punct(char),
+}
+
+fn tokens(sql: &str) -> Option<Vec<Tok>> {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < b.len() {
+        let c = b[i] as char;
+        if c.is_whitespace() {
+            i += 1;
+        } else if sql[i..].starts_with("--") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if sql[i..].starts_with("/*") {
+            i += sql[i..].find("*/")? + 2;
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$') {
+                i += 1;
+            }
+            out.push(Tok::Word(sql[s..i].to_ascii_lowercase()));
+        } else if c == '"' {
+            let end = sql[i + 1..].find('"')?;
+            out.push(Tok::Quoted(sql[i + 1..i + 1 + end].to_string()));
+            i += end + 2;
+        } else if c == '\'' {
+            let mut v = Vec::new();
+            i += 1;
+            loop {
+                match b.get(i)? {
+                    b'\'' if b.get(i + 1) == Some(&b'\'') => {
+                        v.push(b'\'');
+                        i += 2;
+                    }
+                    b'\'' => {
+                        i += 1;
+                        break;
+                    }
+                    &x => {
+                        v.push(x);
+                        i += 1;
+                    }
+                }
+            }
+            out.push(Tok::Str(v));
+        } else if c.is_ascii_digit() || (c == '-' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            let s = i;
+            i += 1;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                i += 1;
+            }
+            out.push(Tok::Num(sql[s..i].to_string()));
+        } else if c == '$' {
+            let s = i + 1;
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            let n: usize = sql[s..i].parse().ok()?;
+            out.push(Tok::Param(n.checked_sub(1)?));
+        } else {
+            out.push(Tok::Punct(c));
+            i += c.len_utf8();
+        }
+    }
+    // A trailing semicolon ends the one statement.
+    if out.last() == Some(&Tok::Punct(';')) {
+        out.pop();
+    }
+    Some(out)
+}
+
+struct P<'a> {
+    t: &'a [Tok],
+    i: usize,
+}
+
+impl P<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.t.get(self.i)
+    }
+    fn word(&mut self, w: &str) -> bool {
+        if self.peek() == Some(&Tok::Word(w.to_string())) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn punct(&mut self, c: char) -> bool {
+        if self.peek() == Some(&Tok::Punct(c)) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// A (possibly schema-qualified) name; its last part.
+    fn name(&mut self) -> Option<String> {
+        let mut n = match self.peek()? {
+            Tok::Word(w) => w.clone(),
+            Tok::Quoted(q) => q.clone(),
+            _ => return None,
+        };
+        self.i += 1;
+        while self.punct('.') {
+            n = self.name()?;
+        }
+        Some(n)
+    }
+    fn operand(&mut self) -> Option<Operand> {
+        let o = match self.peek()? {
+            Tok::Str(v) => Operand::Const(Some(v.clone())),
+            Tok::Num(n) => Operand::Const(Some(n.clone().into_bytes())),
+            Tok::Param(n) => Operand::Param(*n),
+            Tok::Word(w) if w == "null" => Operand::Const(None),
+            _ => return None,
+        };
+        self.i += 1;
+        Some(o)
+    }
+    fn done(&self) -> bool {
+        self.i == self.t.len()
+    }
+}
+
+fn table_of(tables: &[TableSpec], name: &str) -> Option<usize> {
+    tables.iter().position(|t| t.name == name)
+}
+
+/// `WHERE pk = v` at the end of a statement (with `FOR UPDATE`-style locking clauses after a
+/// SELECT).
+fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
+    if !(p.word("where") && p.name()? == pk && p.punct('=')) {
+        return None;
+    }
+    let key = p.operand()?;
+    if locking && p.word("for") {
+        while matches!(p.peek(), Some(Tok::Word(_))) {
+            p.i += 1;
+        }
+    }
+    p.done().then_some(key)
+}
+
+/// What statement `sql` is, given the declared tables.
+pub(crate) fn classify(sql: &str, tables: &[TableSpec]) -> Stmt {
+    let Some(t) = tokens(sql) else {
+        return Stmt::Unrecorded("unreadable SQL".into());
+    };
+    let touches = t.iter().any(|x| match x {
+        Tok::Word(w) | Tok::Quoted(w) => table_of(tables, w).is_some(),
+        _ => false,
+    });
+    let p = &mut P { t: &t, i: 0 };
+    let first = match p.peek() {
+        Some(Tok::Word(w)) => w.clone(),
+        _ => return Stmt::Ignored,
+    };
+    p.i += 1;
+    let parsed = match first.as_str() {
+        "begin" | "start" => return Stmt::Begin,
+        "commit" | "end" => return Stmt::Commit,
+        "rollback" | "abort" if !t.iter().any(|x| *x == Tok::Word("to".into())) => {
+            return Stmt::Rollback
+        }
+        _ if !touches => return Stmt::Ignored,
+        "select" => select(p, tables),
+        "update" => update(p, tables),
+        "insert" => insert(p, tables),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| {
+        Stmt::Unrecorded(format!(
+            "not a single-row statement by primary key the proxy can record: {}",
+            sql.trim()
+        ))
+    })
+}
+
+fn select(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
+    // A plain column list (or *), so the row description names the columns read.
+    if !p.punct('*') {
+        loop {
+            p.name()?;
+            if !p.punct(',') {
+                break;
+            }
+        }
+    }
+    if !p.word("from") {
+        return None;
+    }
+    let table = table_of(tables, &p.name()?)?;
+    let key = where_pk(p, &tables[table].pk, true)?;
+    Some(Stmt::Select { table, key })
+}
+
+fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
+    let table = table_of(tables, &p.name()?)?;
+    if !p.word("set") {
+        return None;
+    }
+    let mut cols = Vec::new();
+    loop {
+        let c = p.name()?;
+        if !p.punct('=') {
+            return None;
+        }
+        cols.push((c, p.operand()?));
+        if !p.punct(',') {
+            break;
+        }
+    }
+    let key = where_pk(p, &tables[table].pk, false)?;
+    cols.retain(|(c, _)| *c != tables[table].pk);
+    Some(Stmt::Write { table, key, cols })
+}
+
+fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
+    if !p.word("into") {
+        return None;
+    }
+    let table = table_of(tables, &p.name()?)?;
+    let mut names = Vec::new();
+    if !p.punct('(') {
+        return None;
+    }
+    loop {
+        names.push(p.name()?);
+        if !p.punct(',') {
+            break;
+        }
+    }
+    if !(p.punct(')') && p.word("values") && p.punct('(')) {
+        return None;
+    }
+    let mut vals = Vec::new();
+    loop {
+        vals.push(p.operand()?);
+        if !p.punct(',') {
+            break;
+        }
+    }
+    if !p.punct(')') || vals.len() != names.len() {
+        return None;
+    }
+    // An upsert that sets each column it names to the inserted value writes the same row.
+    if p.word("on") {
+        if !(p.word("conflict") && p.punct('(')) {
+            return None;
+        }
+        while !p.punct(')') {
+            p.name()?;
+            p.punct(',');
+        }
+        if !(p.word("do") && p.word("update") && p.word("set")) {
+            return None;
+        }
+        loop {
+            let c = p.name()?;
+            if !(p.punct('=') && p.word("excluded") && p.punct('.') && p.name()? == c) {
+                return None;
+            }
+            if !p.punct(',') {
+                break;
+            }
+        }
+    }
+    if !p.done() {
+        return None;
+    }
+    let pk = &tables[table].pk;
+    let at = names.iter().position(|n| n == pk)?;
+    let key = vals[at].clone();
+    let cols = names
+        .into_iter()
+        .zip(vals)
+        .filter(|(n, _)| n != pk)
+        .collect();
+    Some(Stmt::Write { table, key, cols })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t() -> Vec<TableSpec> {
+        vec![TableSpec {
+            name: "accounts".into(),
+            pk: "id".into(),
+        }]
+    }
+    fn c(v: &str) -> Operand {
+        Operand::Const(Some(v.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn statements_by_primary_key_are_recognized() {
+        let tb = t();
+        assert_eq!(classify("BEGIN", &tb), Stmt::Begin);
+        assert_eq!(
+            classify("start transaction isolation level serializable", &tb),
+            Stmt::Begin
+        );
+        assert_eq!(classify("COMMIT;", &tb), Stmt::Commit);
+        assert_eq!(classify("ROLLBACK", &tb), Stmt::Rollback);
+        assert_eq!(
+            classify(
+                "SELECT balance FROM public.accounts WHERE id = $1 FOR UPDATE",
+                &tb
+            ),
+            Stmt::Select {
+                table: 0,
+                key: Operand::Param(0)
+            }
+        );
+        assert_eq!(
+            classify(
+                "update accounts set balance = '90', owner = $2 where id = 7",
+                &tb
+            ),
+            Stmt::Write {
+                table: 0,
+                key: c("7"),
+                cols: vec![
+                    ("balance".into(), c("90")),
+                    ("owner".into(), Operand::Param(1))
+                ]
+            }
+        );
+        assert_eq!(
+            classify(
+                "INSERT INTO accounts (id, balance) VALUES ($1, 'it''s') ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance",
+                &tb
+            ),
+            Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))] }
+        );
+        assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
+        assert_eq!(classify("SELECT 1", &tb), Stmt::Ignored);
+        for unrecorded in [
+            "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
+            "DELETE FROM accounts WHERE id = 1",
+            "SELECT * FROM accounts WHERE balance > 3",
+            "SELECT sum(balance) FROM accounts WHERE id = 1",
+            "INSERT INTO accounts (id, balance) VALUES (1, '2') ON CONFLICT DO NOTHING",
+        ] {
+            assert!(
+                matches!(classify(unrecorded, &tb), Stmt::Unrecorded(_)),
+                "{unrecorded}"
+            );
+        }
+    }
+}
