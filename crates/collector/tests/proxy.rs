@@ -162,3 +162,150 @@ fn a_bank_through_the_proxy_is_recorded_and_checked() {
     );
     assert!(verdict(&h, Level::Serializable).is_accept());
 }
+
+/// The proxy's own port and history directory, serving `db` until the returned flag is set.
+fn with_proxy<T>(
+    db: &common::TempDb,
+    tables: &[(&str, &str)],
+    name: &str,
+    run: impl FnOnce(u16, &str) -> T,
+) -> (T, krait_history::History, krait_collector::ProxyReport) {
+    let port = free_port();
+    let out = tmp(name);
+    let cfg = ProxyConfig {
+        listen: format!("127.0.0.1:{port}"),
+        upstream: db.url.clone(),
+        out: out.clone(),
+        tables: tables
+            .iter()
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+            .collect(),
+    };
+    let stop = AtomicBool::new(false);
+    let (base, dbname) = db.url.rsplit_once('/').unwrap();
+    let via = format!(
+        "{}@127.0.0.1:{port}/{dbname}",
+        base.rsplit_once('@').unwrap().0
+    );
+    let (t, report) = std::thread::scope(|sc| {
+        let proxy = sc.spawn(|| serve_proxy(&cfg, &stop));
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let t = run(port, &via);
+        stop.store(true, Ordering::Relaxed);
+        (t, proxy.join().unwrap().unwrap())
+    });
+    let l = krait_history::load(&out, None).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    (t, l.history, report)
+}
+
+#[test]
+fn pgbench_runs_through_the_proxy_unchanged_and_is_accepted() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_pgbench") else {
+        return;
+    };
+    if std::process::Command::new("pgbench")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "skipped: no pgbench");
+        return;
+    }
+    let (host_url, dbname) = db.url.rsplit_once('/').unwrap();
+    let user = host_url
+        .trim_start_matches("postgres://")
+        .split('@')
+        .next()
+        .unwrap()
+        .to_string();
+    let init = std::process::Command::new("pgbench")
+        .args([
+            "-i",
+            "-s",
+            "1",
+            "-q",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            &user,
+            dbname,
+        ])
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let tables = [
+        ("pgbench_accounts", "aid"),
+        ("pgbench_tellers", "tid"),
+        ("pgbench_branches", "bid"),
+    ];
+    let (out, h, report) = with_proxy(&db, &tables, "pgbench", |port, _| {
+        std::process::Command::new("pgbench")
+            .args(["-c", "4", "-t", "50", "-h", "127.0.0.1", "-U", &user])
+            .args(["-p", &port.to_string(), dbname])
+            .output()
+            .unwrap()
+    });
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("number of transactions actually processed: 200/200"));
+    assert_eq!(report.unrecorded, 0, "TPC-B's statements are all recorded");
+    let s = krait_history::summarize(&h);
+    // 200 transactions of three increments and one read each, and the initial rows.
+    assert!(s.committed >= 201, "{s:?}");
+    assert!(verdict(&h, Level::Serializable).is_accept());
+}
+
+#[test]
+fn write_skew_at_repeatable_read_through_the_proxy_is_rejected_under_serializability() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_skew") else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE oncall (doctor TEXT PRIMARY KEY, on_duty TEXT);
+             INSERT INTO oncall VALUES ('alice', 'yes'), ('bob', 'yes');",
+        )
+        .unwrap();
+    let ((), h, report) = with_proxy(&db, &[("oncall", "doctor")], "skew", |_, via| {
+        // Both read both rows in overlapping snapshots, then each takes one off duty.
+        let barrier = std::sync::Barrier::new(2);
+        std::thread::scope(|sc| {
+            for me in ["alice", "bob"] {
+                let barrier = &barrier;
+                sc.spawn(move || {
+                    let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+                    let mut tx = c
+                        .build_transaction()
+                        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                        .start()
+                        .unwrap();
+                    for d in ["alice", "bob"] {
+                        tx.query_one("SELECT on_duty FROM oncall WHERE doctor = $1", &[&d])
+                            .unwrap();
+                    }
+                    barrier.wait();
+                    tx.execute("UPDATE oncall SET on_duty = 'no' WHERE doctor = $1", &[&me])
+                        .unwrap();
+                    tx.commit().unwrap();
+                });
+            }
+        });
+    });
+    assert_eq!(report.unrecorded, 0);
+    assert!(
+        verdict(&h, Level::SnapshotIsolation).is_accept(),
+        "write skew is allowed under SI"
+    );
+    match verdict(&h, Level::Serializable) {
+        Verdict::Reject(c) => {
+            assert_eq!(c.anomaly, krait_checker::Anomaly::G2Item, "{}", c.summary);
+            eprintln!("caught: {}", c.summary);
+        }
+        v => panic!("{v:?}"),
+    }
+}

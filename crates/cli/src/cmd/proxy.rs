@@ -68,8 +68,14 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<ExitCode> {
     );
     if report.unrecorded > 0 {
         println!(
-            "warning: {} statements on the recorded tables were not recorded (not single-row by primary key): the history may miss what they did",
+            "warning: {} statements that may write the recorded tables were not recorded (not single-row by primary key): the history may miss what they wrote, and its verdict may be wrong",
             report.unrecorded
+        );
+    }
+    if report.unrecorded_reads > 0 {
+        println!(
+            "note: {} reads of several rows of the recorded tables were not recorded: the check covers the rest",
+            report.unrecorded_reads
         );
     }
     Ok(ExitCode::SUCCESS)

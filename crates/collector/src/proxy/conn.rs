@@ -18,6 +18,15 @@ enum Pending {
         key: Vec<u8>,
         rows: usize,
     },
+    /// An increment sent with `RETURNING col`: its reply rows are the proxy's, not the
+    /// client's.
+    Increment {
+        table: usize,
+        key: Vec<u8>,
+        col: String,
+        delta: Vec<u8>,
+        minus: bool,
+    },
     Other,
 }
 
@@ -39,8 +48,10 @@ pub(crate) struct Conn {
     /// a connection lost before the answer leaves them unknown, not aborted.
     autocommit_sent: bool,
     explicit: bool,
-    /// Statements on declared tables the proxy could not record.
+    /// Statements on declared tables the proxy could not record that may have written.
     pub unrecorded: u64,
+    /// Reads of declared tables it could not record.
+    pub unrecorded_reads: u64,
 }
 
 /// A value in the text form PostgreSQL prints it in, whichever format it travelled in, so a
@@ -102,6 +113,7 @@ impl Conn {
             autocommit_sent: false,
             explicit: false,
             unrecorded: 0,
+            unrecorded_reads: 0,
         }
     }
 
@@ -156,6 +168,16 @@ impl Conn {
                     rows: 0,
                 });
             }
+            Stmt::UnrecordedRead(why) => {
+                self.unrecorded_reads += 1;
+                if self.unrecorded_reads <= 10 {
+                    eprintln!(
+                        "krait proxy: {}: read not recorded: {why}",
+                        self.session.name()
+                    );
+                }
+                self.pending.push_back(Pending::Other);
+            }
             Stmt::Unrecorded(why) => {
                 self.unrecorded += 1;
                 if self.unrecorded <= 10 {
@@ -163,18 +185,44 @@ impl Conn {
                 }
                 self.pending.push_back(Pending::Other);
             }
+            Stmt::Increment {
+                table,
+                key,
+                col,
+                delta,
+                minus,
+            } => {
+                self.ensure_txn()?;
+                if !self.explicit {
+                    self.autocommit_sent = true;
+                }
+                self.pending.push_back(Pending::Increment {
+                    table,
+                    key: self.operand(&key, params).unwrap_or_default(),
+                    col,
+                    delta: self.operand(&delta, params).unwrap_or_default(),
+                    minus,
+                });
+            }
             Stmt::Rollback | Stmt::Ignored => self.pending.push_back(Pending::Other),
         }
         Ok(())
     }
 
-    /// Looks at a message from the client, before it is forwarded.
-    pub(crate) fn on_client(&mut self, m: &Msg) -> io::Result<()> {
+    /// Looks at a message from the client, before it is forwarded (an increment's is
+    /// rewritten to return the new value).
+    pub(crate) fn on_client(&mut self, m: &mut Msg) -> io::Result<()> {
         let mut f = Fields::new(&m.body);
         match m.tag {
             b'Q' => {
                 let sql = f.cstr().unwrap_or_default();
                 let stmt = classify(&sql, &self.tables);
+                if let Stmt::Increment { col, .. } = &stmt {
+                    let base = sql.trim_end().trim_end_matches(';');
+                    let mut body = format!("{base} RETURNING {col}").into_bytes();
+                    body.push(0);
+                    m.body = body;
+                }
                 self.execute(stmt, &[])?;
             }
             b'P' => {
@@ -183,7 +231,14 @@ impl Conn {
                 };
                 let n = f.i16().unwrap_or(0).max(0);
                 let oids = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
-                let stmt = classify(&sql, &self.tables);
+                let stmt = match classify(&sql, &self.tables) {
+                    // Its reply cannot be rewritten under the client's Describe.
+                    Stmt::Increment { .. } => Stmt::Unrecorded(format!(
+                        "an increment by the extended protocol: {}",
+                        sql.trim()
+                    )),
+                    s => s,
+                };
                 self.prepared.insert(name, (stmt, oids));
             }
             b'B' => {
@@ -258,8 +313,48 @@ impl Conn {
         Ok(())
     }
 
-    /// Looks at a message from the server, before it is passed on.
-    pub(crate) fn on_server(&mut self, m: &Msg) -> io::Result<()> {
+    /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
+    /// a read of the old and a write of the new.
+    fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
+        let Some(Pending::Increment {
+            table,
+            key,
+            col,
+            delta,
+            minus,
+        }) = self.pending.front()
+        else {
+            return Ok(());
+        };
+        let (table, key, col, minus) = (*table, key.clone(), col.clone(), *minus);
+        let mut f = Fields::new(&m.body);
+        f.i16();
+        let new = f.value().flatten();
+        let (oid, binary) = self.cols.first().map_or((0, false), |c| (c.1, c.2));
+        let new = new.map(|v| normalize(&v, oid, binary));
+        let num = |v: &[u8]| std::str::from_utf8(v).ok()?.trim().parse::<i128>().ok();
+        let old = match (new.as_deref().and_then(num), num(delta)) {
+            (Some(n), Some(d)) => (if minus { n + d } else { n - d }).to_string(),
+            _ => {
+                self.unrecorded += 1;
+                eprintln!(
+                    "krait proxy: {}: not recorded: an increment of {col} whose values are not integers",
+                    self.session.name()
+                );
+                return Ok(());
+            }
+        };
+        let t = self.tables[table].clone();
+        let k = key_of(&t, &key, &col);
+        self.session
+            .op("r", &k, Some(value_id(Some(old.as_bytes()))))?;
+        self.session.op("w", &k, Some(value_id(new.as_deref())))
+    }
+
+    /// Looks at a message from the server; false when it is the proxy's own (an increment's
+    /// returned row) and must not reach the client.
+    pub(crate) fn on_server(&mut self, m: &Msg) -> io::Result<bool> {
+        let increment = matches!(self.pending.front(), Some(Pending::Increment { .. }));
         let mut f = Fields::new(&m.body);
         match m.tag {
             b't' => {
@@ -285,6 +380,15 @@ impl Conn {
                         Some((name, oid, fmt == 1))
                     })
                     .collect();
+                if increment {
+                    return Ok(false);
+                }
+            }
+            b'D' if increment => {
+                if self.session.in_txn() {
+                    self.increment_row(m)?;
+                }
+                return Ok(false);
             }
             b'D' => {
                 if let Some(Pending::Select { table, key, rows }) = self.pending.front_mut() {
@@ -328,7 +432,7 @@ impl Conn {
             }
             _ => {}
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The connection is gone: a transaction still open ends as the most it may have done.

@@ -29,8 +29,22 @@ pub(crate) enum Stmt {
         key: Operand,
         cols: Vec<(String, Operand)>,
     },
-    /// Names a declared table in a way the proxy cannot record (why).
+    /// `UPDATE t SET col = col ± delta WHERE pk = key`: a read-modify-write whose values only
+    /// the database knows; sent with `RETURNING col` (stripped from the reply) so the new
+    /// value is seen, and the old one is the new one ∓ delta.
+    Increment {
+        table: usize,
+        key: Operand,
+        col: String,
+        delta: Operand,
+        minus: bool,
+    },
+    /// Names a declared table in a way the proxy cannot record (why): a history without what
+    /// it wrote can be wrong.
     Unrecorded(String),
+    /// A read of declared tables the proxy cannot record (several rows, an aggregate): the
+    /// history only misses reads, which makes the check weaker, never wrong.
+    UnrecordedRead(String),
     /// Touches no declared table (SET, SHOW, other tables…).
     Ignored,
 }
@@ -217,6 +231,9 @@ pub(crate) fn classify(sql: &str, tables: &[TableSpec]) -> Stmt {
         "rollback" | "abort" if !t.iter().any(|x| *x == Tok::Word("to".into())) => {
             return Stmt::Rollback
         }
+        // Maintenance and plans change no row (EXPLAIN ANALYZE runs its statement: not this).
+        "vacuum" | "analyze" => return Stmt::Ignored,
+        "explain" if !t.iter().any(|x| *x == Tok::Word("analyze".into())) => return Stmt::Ignored,
         _ if !touches => return Stmt::Ignored,
         "select" => select(p, tables),
         "update" => update(p, tables),
@@ -224,10 +241,16 @@ pub(crate) fn classify(sql: &str, tables: &[TableSpec]) -> Stmt {
         _ => None,
     };
     parsed.unwrap_or_else(|| {
-        Stmt::Unrecorded(format!(
+        let why = format!(
             "not a single-row statement by primary key the proxy can record: {}",
             sql.trim()
-        ))
+        );
+        let locks = t.iter().any(|x| *x == Tok::Word("for".into()));
+        if first == "select" && !locks {
+            Stmt::UnrecordedRead(why)
+        } else {
+            Stmt::Unrecorded(why)
+        }
     })
 }
 
@@ -259,6 +282,26 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
         let c = p.name()?;
         if !p.punct('=') {
             return None;
+        }
+        // `c = c + v`: alone in its SET, it is an increment.
+        if cols.is_empty() && p.peek() == Some(&Tok::Word(c.clone())) {
+            p.i += 1;
+            let minus = if p.punct('+') {
+                false
+            } else if p.punct('-') {
+                true
+            } else {
+                return None;
+            };
+            let delta = p.operand()?;
+            let key = where_pk(p, &tables[table].pk, false)?;
+            return Some(Stmt::Increment {
+                table,
+                key,
+                col: c,
+                delta,
+                minus,
+            });
         }
         cols.push((c, p.operand()?));
         if !p.punct(',') {
@@ -390,16 +433,43 @@ mod tests {
             Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))] }
         );
         assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
+        assert_eq!(classify("vacuum accounts", &tb), Stmt::Ignored);
+        assert!(matches!(
+            classify("select count(*) from accounts", &tb),
+            Stmt::UnrecordedRead(_)
+        ));
+        assert!(matches!(
+            classify("DELETE FROM accounts WHERE id = 2", &tb),
+            Stmt::Unrecorded(_)
+        ));
         assert_eq!(classify("SELECT 1", &tb), Stmt::Ignored);
+        assert_eq!(
+            classify(
+                "UPDATE accounts SET balance = balance + -3412 WHERE id = 17;",
+                &tb
+            ),
+            Stmt::Increment {
+                table: 0,
+                key: c("17"),
+                col: "balance".into(),
+                delta: c("-3412"),
+                minus: false
+            }
+        );
         for unrecorded in [
-            "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
+            "UPDATE accounts SET balance = balance * 2 WHERE id = 1",
+            "UPDATE accounts SET balance = balance + 1, owner = 'x' WHERE id = 1",
             "DELETE FROM accounts WHERE id = 1",
             "SELECT * FROM accounts WHERE balance > 3",
             "SELECT sum(balance) FROM accounts WHERE id = 1",
+            "DELETE FROM accounts WHERE id = 2",
             "INSERT INTO accounts (id, balance) VALUES (1, '2') ON CONFLICT DO NOTHING",
         ] {
             assert!(
-                matches!(classify(unrecorded, &tb), Stmt::Unrecorded(_)),
+                matches!(
+                    classify(unrecorded, &tb),
+                    Stmt::Unrecorded(_) | Stmt::UnrecordedRead(_)
+                ),
                 "{unrecorded}"
             );
         }
