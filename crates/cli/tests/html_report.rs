@@ -80,6 +80,7 @@ fn the_report_directory_holds_the_page_the_verdict_and_each_anomaly() {
     for t in ["data-txn=\"T1\"", "data-txn=\"T2\"", ">wr x<", ">rw y<"] {
         assert!(svg.contains(t), "{t} missing from the drawing");
     }
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]
@@ -114,6 +115,7 @@ fn the_ladder_report_has_a_row_per_level_and_the_anomaly_once() {
     assert!(html.contains("implied: not read-atomic"));
     let v: serde_json::Value = serde_json::from_str(&read(&out.join("verdict.json"))).unwrap();
     assert_eq!(v["holds"], "read-committed");
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]
@@ -149,6 +151,8 @@ fn a_directory_with_other_files_is_refused_and_an_old_report_replaced() {
     files.sort();
     // The ladder's non-monotonic read gave way to serializability's G-single.
     assert_eq!(files, ["1-G-single.svg", "1-G-single.txt"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 fn chromium() -> Option<PathBuf> {
@@ -265,4 +269,7 @@ fn clicking_a_transaction_shows_its_operations_neighbours_and_times() {
         "{text}"
     );
     assert!(text.contains("T3"), "T1's next transaction missing: {text}");
+    drop(tab);
+    drop(browser);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

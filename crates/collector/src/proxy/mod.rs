@@ -109,14 +109,12 @@ fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result
     t.committed()
 }
 
-/// Forwards one direction of a connection, letting `look` see each message first.
-fn pump(
-    from: TcpStream,
-    mut to: TcpStream,
-    conn: &Mutex<Conn>,
-    client_side: bool,
-) -> io::Result<()> {
-    let mut r = io::BufReader::new(from.try_clone()?);
+/// Forwards one direction of a connection, letting the recorder see each message first.
+/// Messages are written through a buffer that is flushed whenever no further input is already
+/// waiting, so a burst costs one write and a lone message is not held back.
+fn pump(from: TcpStream, to: TcpStream, conn: &Mutex<Conn>, client_side: bool) -> io::Result<()> {
+    let mut r = io::BufReader::with_capacity(64 << 10, from.try_clone()?);
+    let mut w = io::BufWriter::with_capacity(64 << 10, to.try_clone()?);
     while let Some(mut m) = wire::read_msg(&mut r)? {
         let forward = {
             let mut c = conn.lock().unwrap();
@@ -127,16 +125,17 @@ fn pump(
                 c.on_server(&m)?
             }
         };
-        if !forward {
-            continue;
+        if forward {
+            wire::write_msg(&mut w, &m)?;
         }
-        wire::write_msg(&mut to, &m)?;
-        // Flush per message: the other side may be waiting for exactly this one.
-        to.flush()?;
+        if r.buffer().is_empty() {
+            w.flush()?;
+        }
         if client_side && m.tag == b'X' {
             break;
         }
     }
+    w.flush()?;
     let _ = from.shutdown(std::net::Shutdown::Both);
     let _ = to.shutdown(std::net::Shutdown::Both);
     Ok(())
