@@ -251,9 +251,9 @@ fn run_once(
             (Verdict::Accept, order, matched, fin)
         }
         Decided::Cycle => {
-            let first = cert::cycle_certificate(h, &r, &b);
             let more = opts.max_anomalies.saturating_sub(1);
-            also = cert::more_cycle_certificates(h, &r, &b, first.anomaly, more);
+            let (first, more) = cert::cycle_certificates(h, &r, &b, more);
+            also = more;
             (verdict(first), None, Vec::new(), None)
         }
         Decided::NoWriter(c) => (

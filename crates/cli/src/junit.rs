@@ -3,28 +3,9 @@
 //! passed on ACCEPT, failed on REJECT (with the certificate in words), errored on UNKNOWN.
 
 use krait_checker::{Report, Verdict};
+use krait_report::xml_escape as escape;
 use std::path::Path;
 use std::time::Duration;
-
-/// Text fit for an XML attribute or element.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 allows no other control characters than tab, newline and return.
-            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The JUnit XML for one history's verdict (`None`: an online check that found nothing).
 pub(crate) fn xml(history: &Path, level: &str, report: Option<&Report>, time: Duration) -> String {

@@ -6,25 +6,7 @@ use std::path::Path;
 
 /// `PATH: N sessions, M transactions (…), …`: the history's counts in one line.
 pub(crate) fn stats_line(path: &Path, s: &krait_history::Summary) -> String {
-    format!(
-        "{}: {} sessions, {} transactions ({} committed, {} aborted, {} unknown), {} reads ({} of the initial state), {} writes{}, {} keys, {} fences{}",
-        path.display(),
-        s.sessions,
-        s.txns,
-        s.committed,
-        s.aborted,
-        s.unknown,
-        s.reads,
-        s.initial_reads,
-        s.writes,
-        match s.repeated_writes {
-            0 => String::new(),
-            n => format!(" ({n} of a value written before)"),
-        },
-        s.keys,
-        s.fences,
-        if s.timestamps { ", with timestamps" } else { "" }
-    )
+    format!("{}: {}", path.display(), krait_report::counts_text(s))
 }
 
 /// Draws a certificate: a .svg or .png rendered by Graphviz `dot`, anything else as DOT text.

@@ -49,6 +49,16 @@ fn report_of(name: &str, history: &str, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// The files of a report's `anomalies/`, by name.
+fn anomaly_files(out: &Path) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(out.join("anomalies"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    files
+}
+
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
@@ -106,11 +116,7 @@ fn the_ladder_report_has_a_row_per_level_and_the_anomaly_once() {
     }
     assert!(html.contains("strongest level that holds: read-committed"));
     // One certificate: the rungs above read atomic are implied and add none.
-    let mut files: Vec<String> = std::fs::read_dir(out.join("anomalies"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
+    let files = anomaly_files(&out);
     assert_eq!(files, ["1-fractured-read.svg", "1-fractured-read.txt"]);
     assert!(html.contains("implied: not read-atomic"));
     let v: serde_json::Value = serde_json::from_str(&read(&out.join("verdict.json"))).unwrap();
@@ -144,11 +150,7 @@ fn a_directory_with_other_files_is_refused_and_an_old_report_replaced() {
         .arg(&out)
         .output();
     assert_eq!(st.unwrap().status.code(), Some(1));
-    let mut files: Vec<String> = std::fs::read_dir(out.join("anomalies"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
+    let files = anomaly_files(&out);
     // The ladder's non-monotonic read gave way to serializability's G-single.
     assert_eq!(files, ["1-G-single.svg", "1-G-single.txt"]);
     let _ = std::fs::remove_dir_all(&dir);

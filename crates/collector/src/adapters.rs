@@ -197,12 +197,10 @@ impl RecTxn<'_> {
     /// what comes after, and frees it. A fence that aborts is simply retried.
     pub fn fence(&mut self, db: &mut impl Rows, t: &Table) -> Result<(), RecError> {
         let stored = db.select(t, NATIVE_FENCE_KEY).map_err(RecError::Db)?;
-        let n: u64 = match stored.as_deref() {
-            Some(s) => self.read_tagged(NATIVE_FENCE_KEY, Some(s))?,
-            None => self.read_tagged(NATIVE_FENCE_KEY, None)?,
-        }
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+        let n: u64 = self
+            .read_tagged(NATIVE_FENCE_KEY, stored.as_deref())?
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let next = self.tag(NATIVE_FENCE_KEY, &(n + 1).to_string())?;
         db.upsert(t, NATIVE_FENCE_KEY, &next).map_err(RecError::Db)
     }

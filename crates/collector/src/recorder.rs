@@ -309,7 +309,6 @@ impl RecTxn<'_> {
     /// COMMIT was sent and no answer came (the connection broke): the database may or may not
     /// have committed it. Retry it, if at all, as a new transaction.
     pub fn unknown(self) -> io::Result<()> {
-        self.s.committing()?;
         self.s.end("unknown")
     }
 }

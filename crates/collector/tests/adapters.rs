@@ -6,7 +6,7 @@
 
 mod common;
 
-use krait_checker::{check, Level, Options, Verdict};
+use krait_checker::{Level, Verdict};
 use krait_collector::{RecSession, Recorder, Rows, Table};
 use krait_history::History;
 use std::path::PathBuf;
@@ -23,23 +23,7 @@ fn tmp(name: &str) -> PathBuf {
 fn verdict(dir: &std::path::Path, level: Level) -> (Verdict, History) {
     let l = krait_history::load(dir, None).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-    let rep = check(
-        &l.history,
-        &Options {
-            level,
-            want_order: true,
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    let v = serde_json::to_value(&rep).unwrap();
-    if let Err(p) = krait_verify::verify(&l.history, &v) {
-        assert!(
-            matches!(p, krait_verify::Problem::Unsupported(_)),
-            "krait-verify refutes {v}: {p}"
-        );
-    }
-    (rep.verdict, l.history)
+    (common::verified_verdict(&l.history, level), l.history)
 }
 
 /// One recorded increment of counter `c` in the open database transaction `db`; commits with

@@ -51,35 +51,11 @@ fn bank(
              INSERT INTO accounts VALUES ('a', '1000'), ('b', '1000');",
         )
         .unwrap();
-    let port = free_port();
-    let out = tmp(name);
-    let cfg = ProxyConfig {
-        listen: format!("127.0.0.1:{port}"),
-        upstream: db.url.clone(),
-        out: out.clone(),
-        tables: vec![("accounts".into(), "id".into())],
-    };
-    let stop = AtomicBool::new(false);
-    let via = {
-        let (base, dbname) = db.url.rsplit_once('/').unwrap();
-        let (scheme_user, _) = base.rsplit_once('@').unwrap();
-        format!("{scheme_user}@127.0.0.1:{port}/{dbname}")
-    };
-    let report = std::thread::scope(|sc| {
-        let proxy = sc.spawn(|| serve_proxy(&cfg, &stop));
-        // The proxy is up once it accepts.
-        let connect = || loop {
-            match postgres::Client::connect(&via, postgres::NoTls) {
-                Ok(c) => break c,
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
-            }
-        };
-        drop(connect());
+    let ((), l, report) = with_proxy(db, &[("accounts", "id")], name, |_, via| {
         std::thread::scope(|tellers| {
             for i in 0..5 {
-                let connect = &connect;
                 tellers.spawn(move || {
-                    let mut c = connect();
+                    let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
                     for n in 0..20 {
                         let (from, to) = if (i + n) % 2 == 0 {
                             ("a", "b")
@@ -125,14 +101,8 @@ fn bank(
                 });
             }
         });
-        stop.store(true, Ordering::Relaxed);
-        proxy.join().unwrap().unwrap()
     });
-    let l = krait_history::load(&out, None).unwrap();
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-    if std::env::var_os("KRAIT_KEEP").is_none() {
-        let _ = std::fs::remove_dir_all(&out);
-    }
     (l.history, report)
 }
 
@@ -169,7 +139,7 @@ fn with_proxy<T>(
     tables: &[(&str, &str)],
     name: &str,
     run: impl FnOnce(u16, &str) -> T,
-) -> (T, krait_history::History, krait_collector::ProxyReport) {
+) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
     let port = free_port();
     let out = tmp(name);
     let cfg = ProxyConfig {
@@ -198,7 +168,7 @@ fn with_proxy<T>(
     });
     let l = krait_history::load(&out, None).unwrap();
     let _ = std::fs::remove_dir_all(&out);
-    (t, l.history, report)
+    (t, l, report)
 }
 
 #[test]
@@ -242,7 +212,7 @@ fn pgbench_runs_through_the_proxy_unchanged_and_is_accepted() {
         ("pgbench_tellers", "tid"),
         ("pgbench_branches", "bid"),
     ];
-    let (out, h, report) = with_proxy(&db, &tables, "pgbench", |port, _| {
+    let (out, l, report) = with_proxy(&db, &tables, "pgbench", |port, _| {
         std::process::Command::new("pgbench")
             .args(["-c", "4", "-t", "50", "-h", "127.0.0.1", "-U", &user])
             .args(["-p", &port.to_string(), dbname])
@@ -253,6 +223,7 @@ fn pgbench_runs_through_the_proxy_unchanged_and_is_accepted() {
     assert!(String::from_utf8_lossy(&out.stdout)
         .contains("number of transactions actually processed: 200/200"));
     assert_eq!(report.unrecorded, 0, "TPC-B's statements are all recorded");
+    let h = l.history;
     let s = krait_history::summarize(&h);
     // 200 transactions of three increments and one read each, and the initial rows.
     assert!(s.committed >= 201, "{s:?}");
@@ -271,7 +242,7 @@ fn write_skew_at_repeatable_read_through_the_proxy_is_rejected_under_serializabi
              INSERT INTO oncall VALUES ('alice', 'yes'), ('bob', 'yes');",
         )
         .unwrap();
-    let ((), h, report) = with_proxy(&db, &[("oncall", "doctor")], "skew", |_, via| {
+    let ((), l, report) = with_proxy(&db, &[("oncall", "doctor")], "skew", |_, via| {
         // Both read both rows in overlapping snapshots, then each takes one off duty.
         let barrier = std::sync::Barrier::new(2);
         std::thread::scope(|sc| {
@@ -297,6 +268,7 @@ fn write_skew_at_repeatable_read_through_the_proxy_is_rejected_under_serializabi
         });
     });
     assert_eq!(report.unrecorded, 0);
+    let h = l.history;
     assert!(
         verdict(&h, Level::SnapshotIsolation).is_accept(),
         "write skew is allowed under SI"

@@ -7,7 +7,7 @@
 
 mod common;
 
-use krait_checker::{check, Level, Options, Verdict};
+use krait_checker::{Level, Verdict};
 use krait_collector::Recorder;
 use krait_history::{History, OpKind, TxnStatus};
 use std::path::PathBuf;
@@ -25,20 +25,7 @@ fn load(dir: &std::path::Path) -> History {
 }
 
 fn verdict(h: &History, level: Level) -> Verdict {
-    let opts = Options {
-        level,
-        want_order: true,
-        ..Options::default()
-    };
-    let rep = check(h, &opts).unwrap();
-    let v = serde_json::to_value(&rep).unwrap();
-    if let Err(p) = krait_verify::verify(h, &v) {
-        assert!(
-            matches!(p, krait_verify::Problem::Unsupported(_)),
-            "krait-verify refutes {v}: {p}"
-        );
-    }
-    rep.verdict
+    common::verified_verdict(h, level)
 }
 
 #[test]

@@ -4,9 +4,10 @@
 //! timestamps appear beside it), and a timeline of the sessions with aborts and unknown
 //! outcomes.
 
-use crate::svg::{certificate_svg, xml};
+use crate::svg::certificate_svg;
 use crate::timeline::{timeline_svg, MAX_SESSIONS};
-use krait_checker::Certificate;
+use crate::xml_escape as xml;
+use krait_checker::{Certificate, Report, Verdict};
 use krait_history::{History, OpKind, TxnId, NO_TIME};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -29,6 +30,30 @@ pub struct Rung<'a> {
     /// The certificates of a REJECT found at this level: the verdict's first, then one per
     /// other anomaly class.
     pub certificates: Vec<&'a Certificate>,
+}
+
+impl<'a> Rung<'a> {
+    /// The row of a level that was checked: its verdict, the anomaly's sentence (or why it was
+    /// undecided), and its certificates — the verdict's, then the further ones.
+    pub fn checked(report: &'a Report, ms: f64) -> Rung<'a> {
+        let (verdict, note) = match &report.verdict {
+            Verdict::Accept => ("ACCEPT", String::new()),
+            Verdict::Reject(c) => ("REJECT", c.summary.clone()),
+            Verdict::Unknown { reason } => ("UNDECIDED", reason.clone()),
+        };
+        Rung {
+            level: report.level,
+            verdict,
+            note,
+            ms,
+            certificates: report
+                .verdict
+                .certificate()
+                .into_iter()
+                .chain(&report.also)
+                .collect(),
+        }
+    }
 }
 
 /// Everything the page shows.
@@ -180,7 +205,6 @@ pub fn report_html(p: &Page) -> String {
     let anomalies = anomalies(&p.rungs);
     let certs: Vec<&Certificate> = anomalies.iter().map(|a| a.certificate).collect();
     let (txns, marked) = page_txns(h, &certs);
-    let s = krait_history::summarize(h);
     let overall = p
         .rungs
         .last()
@@ -196,16 +220,8 @@ pub fn report_html(p: &Page) -> String {
     );
     let _ = writeln!(
         o,
-        "<p class=\"counts\">{} sessions, {} transactions ({} committed, {} aborted, {} unknown), {} reads, {} writes, {} keys{}; loaded in {:.1} ms.</p>",
-        s.sessions,
-        s.txns,
-        s.committed,
-        s.aborted,
-        s.unknown,
-        s.reads,
-        s.writes,
-        s.keys,
-        if s.timestamps { ", with timestamps" } else { "" },
+        "<p class=\"counts\">{}; loaded in {:.1} ms.</p>",
+        xml(&crate::counts_text(&krait_history::summarize(h))),
         p.load_ms
     );
     let _ = writeln!(

@@ -179,6 +179,29 @@ fn folded_ops(ops: &[String], keys: &[&str]) -> String {
     )
 }
 
+/// A history's counts in words: `N sessions, M transactions (…), … reads (…), … writes, …
+/// keys, … fences`, as `krait stats` and `check` print them and the HTML report shows them.
+pub fn counts_text(s: &krait_history::Summary) -> String {
+    format!(
+        "{} sessions, {} transactions ({} committed, {} aborted, {} unknown), {} reads ({} of the initial state), {} writes{}, {} keys, {} fences{}",
+        s.sessions,
+        s.txns,
+        s.committed,
+        s.aborted,
+        s.unknown,
+        s.reads,
+        s.initial_reads,
+        s.writes,
+        match s.repeated_writes {
+            0 => String::new(),
+            n => format!(" ({n} of a value written before)"),
+        },
+        s.keys,
+        s.fences,
+        if s.timestamps { ", with timestamps" } else { "" }
+    )
+}
+
 /// A level's name (as the report gives it) as an adjective: "strictly serializable".
 pub fn level_words(level: &str) -> &'static str {
     match level {
@@ -226,10 +249,10 @@ pub fn report_text(r: &Report, timings: bool) -> String {
     let mut out = String::new();
     match &r.verdict {
         Verdict::Accept => {
-            let _ = writeln!(out, "ACCEPT: the history is {}", level_words(r.level));
+            let _ = writeln!(out, "{}", headline(r));
         }
         Verdict::Reject(c) => {
-            let _ = writeln!(out, "REJECT: the history is not {}", level_words(r.level));
+            let _ = writeln!(out, "{}", headline(r));
             out.push_str(&certificate_text(c));
             if !r.also.is_empty() {
                 let _ = writeln!(
@@ -331,6 +354,27 @@ pub fn error_json(e: &anyhow::Error) -> serde_json::Value {
         }
     }
     v
+}
+
+/// Text fit for XML content and attribute values (the HTML report, its drawings, JUnit):
+/// markup characters as entities, and control characters other than tab, newline and return —
+/// which XML 1.0 does not allow — written out.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Text fit for a DOT string: quotes and backslashes escaped, control characters (a newline in

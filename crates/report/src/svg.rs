@@ -3,27 +3,11 @@
 //! curve bent away from its opposite-direction twin so labels never sit on each other. Every
 //! transaction is a `<g class="txn" data-txn="NAME">`, which the HTML report makes clickable.
 
+use crate::xml_escape as xml;
 use krait_checker::{CertEdge, CertTxn, Certificate, EdgeKind};
 use std::collections::HashMap;
 use std::f64::consts::PI;
 use std::fmt::Write;
-
-/// Text fit for XML content and attribute values.
-pub(crate) fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.extend(c.escape_default()),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// At most `n` characters, an ellipsis marking the cut.
 pub(crate) fn clip(s: &str, n: usize) -> String {

@@ -4,7 +4,7 @@
 //! are drawn per pixel column, not per transaction, so a million transactions make a drawing
 //! of the same size as a hundred.
 
-use crate::svg::xml;
+use crate::xml_escape as xml;
 use krait_history::{History, TxnId, TxnStatus, NO_TIME};
 use std::fmt::Write;
 

@@ -33,65 +33,170 @@ fn edge_cost(labels: &[Label], fence: Option<u32>) -> impl Fn(u32) -> (graph::Co
     }
 }
 
-/// The best cycle (see `graph::best_cycle`) of the smallest non-trivial strongly connected
-/// component of `csr` (lowest id among equals, so the choice is stable): its cycles are the
-/// shortest to read. None when `csr` is acyclic. Edge indices are `csr`'s.
+/// The strongly connected components of a graph with a cycle in them (two nodes or more),
+/// smallest first (lowest id among equals, so choices are stable), with their transaction
+/// nodes, where a certificate's cycle search starts.
+struct Comps {
+    comp: Vec<u32>,
+    order: Vec<u32>,
+    /// `members[i]`: the transaction nodes of component `order[i]`.
+    members: Vec<Vec<Node>>,
+}
+
+impl Comps {
+    fn of(b: &Built, csr: &Csr) -> Comps {
+        let (comp, ncomp) = graph::scc(b.num_nodes, csr);
+        let mut size = vec![0u32; ncomp as usize];
+        for &c in &comp {
+            size[c as usize] += 1;
+        }
+        let mut order: Vec<u32> = (0..ncomp).filter(|&c| size[c as usize] > 1).collect();
+        order.sort_by_key(|&c| (size[c as usize], c));
+        let mut place = vec![u32::MAX; ncomp as usize];
+        for (i, &c) in order.iter().enumerate() {
+            place[c as usize] = i as u32;
+        }
+        let mut members = vec![Vec::new(); order.len()];
+        for x in 0..b.first_gate {
+            let i = place[comp[x as usize] as usize];
+            if i != u32::MAX {
+                members[i as usize].push(x);
+            }
+        }
+        Comps {
+            comp,
+            order,
+            members,
+        }
+    }
+
+    /// The best cycle (see `graph::best_cycle`) of the `i`-th smallest component. Edge indices
+    /// are `csr`'s.
+    fn best(
+        &self,
+        csr: &Csr,
+        i: usize,
+        cost: impl Fn(u32) -> (graph::Cost, bool),
+        max_starts: usize,
+    ) -> Option<Vec<u32>> {
+        graph::best_cycle(
+            csr,
+            &self.comp,
+            self.order[i],
+            &self.members[i],
+            cost,
+            max_starts,
+            CYCLE_SEARCH_BUDGET,
+        )
+    }
+
+    /// The best cycle of the smallest component: its cycles are the shortest to read. Without
+    /// one, an edge from a node to itself if there is one; None when `csr` is acyclic.
+    fn smallest(
+        &self,
+        csr: &Csr,
+        cost: impl Fn(u32) -> (graph::Cost, bool),
+        max_starts: usize,
+    ) -> Option<Vec<u32>> {
+        if self.order.is_empty() {
+            return (0..self.comp.len() as Node)
+                .find_map(|x| csr.succ(x).iter().find(|&&(y, _)| y == x))
+                .map(|&(_, e)| vec![e]);
+        }
+        self.best(csr, 0, cost, max_starts)
+    }
+}
+
+/// The best cycle of the smallest strongly connected component of `csr`.
 fn smallest_cycle(
     b: &Built,
     csr: &Csr,
     cost: impl Fn(u32) -> (graph::Cost, bool),
     max_starts: usize,
 ) -> Option<Vec<u32>> {
-    let (comp, ncomp) = graph::scc(b.num_nodes, csr);
-    let mut size = vec![0u32; ncomp as usize];
-    for &c in &comp {
-        size[c as usize] += 1;
-    }
-    let Some(cid) = (0..ncomp)
-        .filter(|&c| size[c as usize] > 1)
-        .min_by_key(|&c| (size[c as usize], c))
-    else {
-        // No component of two or more: the cycle, if any, is an edge from a node to itself.
-        return (0..b.num_nodes as Node)
-            .find_map(|x| csr.succ(x).iter().find(|&&(y, _)| y == x))
-            .map(|&(_, e)| vec![e]);
-    };
-    let starts: Vec<Node> = (0..b.first_gate)
-        .filter(|&x| comp[x as usize] == cid)
-        .collect();
-    graph::best_cycle(
-        csr,
-        &comp,
-        cid,
-        &starts,
-        cost,
-        max_starts,
-        CYCLE_SEARCH_BUDGET,
-    )
+    Comps::of(b, csr).smallest(csr, cost, max_starts)
+}
+
+/// The same over the edges of `b` that `keep` keeps; edge indices are `b`'s.
+fn smallest_cycle_among(
+    b: &Built,
+    keep: impl Fn(u32) -> bool,
+    cost: impl Fn(u32) -> (graph::Cost, bool),
+) -> Option<Vec<u32>> {
+    let ids: Vec<u32> = (0..b.edges.len() as u32).filter(|&e| keep(e)).collect();
+    let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
+    let sub = Csr::build(b.num_nodes, &kept, false);
+    let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64)?;
+    Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
 }
 
 /// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
 /// over a million-transaction component).
 const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
 
-pub(crate) fn cycle_certificate(h: &History, r: &Resolution, b: &Built) -> Certificate {
+/// Ambiguous reads a core's summary names before counting the rest.
+const SUMMARY_READS: usize = 3;
+
+/// Strongly connected components searched for further anomalies, smallest first.
+const MORE_COMPONENTS: usize = 16;
+
+/// The certificate of the cycle a REJECT found, and up to `more` further ones, one per anomaly
+/// class not reported yet.
+///
+/// The verdict's cycle avoids the collector's fence key where the workload's own keys close
+/// one (the workload's anomaly, rather than one only the instrumentation shows), else it is
+/// the best cycle of the smallest component. The further ones come from the same bounded,
+/// stable searches: the best cycle of write orders, session and real-time order alone (a G0),
+/// then with write→read edges too (G1c), then the best cycle of each component, smallest first
+/// (fewest anti-dependencies first).
+pub(crate) fn cycle_certificates(
+    h: &History,
+    r: &Resolution,
+    b: &Built,
+    more: usize,
+) -> (Certificate, Vec<Certificate>) {
     let csr = Csr::build(b.num_nodes, &b.edges, false);
     let cost = edge_cost(&b.labels, h.fence_key);
-    // A cycle that does not use the collector's fence key, in whichever component holds one:
-    // the workload's anomaly, rather than one only the instrumentation shows.
-    let workload = h.fence_key.and_then(|fk| {
-        let ids: Vec<u32> = (0..b.edges.len() as u32)
-            .filter(|&e| b.labels[e as usize].key != fk)
-            .collect();
-        let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
-        let sub = Csr::build(b.num_nodes, &kept, false);
-        let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64)?;
-        Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
-    });
-    let cyc = workload
-        .or_else(|| smallest_cycle(b, &csr, &cost, 64))
+    let comps = Comps::of(b, &csr);
+    let workload = h
+        .fence_key
+        .and_then(|fk| smallest_cycle_among(b, |e| b.labels[e as usize].key != fk, &cost));
+    let first_cycle = workload
+        .or_else(|| comps.smallest(&csr, &cost, 64))
         .expect("a cycle exists");
-    certificate_of(h, r, b, &csr, &cyc)
+    let first = certificate_of(h, r, b, &csr, &first_cycle);
+    let mut also = Vec::new();
+    if more == 0 {
+        return (first, also);
+    }
+    let mut seen = vec![first.anomaly];
+    let without_rw = |with_wr: bool| {
+        move |e: u32| match b.labels[e as usize].kind {
+            EdgeKind::Rw => false,
+            EdgeKind::Wr => with_wr,
+            _ => true,
+        }
+    };
+    // Searched lazily: none past the cap.
+    let candidates = [false, true]
+        .into_iter()
+        .map(|with_wr| smallest_cycle_among(b, without_rw(with_wr), &cost))
+        .chain((0..comps.order.len().min(MORE_COMPONENTS)).map(|i| comps.best(&csr, i, &cost, 64)))
+        .flatten();
+    for cyc in candidates {
+        if cyc == first_cycle {
+            continue;
+        }
+        let c = certificate_of(h, r, b, &csr, &cyc);
+        if !seen.contains(&c.anomaly) {
+            seen.push(c.anomaly);
+            also.push(c);
+            if also.len() == more {
+                break;
+            }
+        }
+    }
+    (first, also)
 }
 
 /// The certificate of cycle `cyc` (indices into `b`'s edges; `csr` is over all of them).
@@ -113,94 +218,6 @@ fn certificate_of(h: &History, r: &Resolution, b: &Built, csr: &Csr, cyc: &[u32]
         constraints: Vec::new(),
         cases: Vec::new(),
     }
-}
-
-/// Ambiguous reads a core's summary names before counting the rest.
-const SUMMARY_READS: usize = 3;
-
-/// Strongly connected components searched for further anomalies, smallest first.
-const MORE_COMPONENTS: usize = 16;
-
-/// Further anomalies the graph shows besides `first` (the verdict's certificate), one per
-/// class, at most `cap`: the best cycle of only write orders, session and real-time order (a
-/// G0), then with write→read edges too (G1c), then the best cycle of each strongly connected
-/// component of the whole graph, smallest first (anti-dependency classes: fewest
-/// anti-dependencies first). Each search is the verdict's own, so the choice is as stable, and
-/// as bounded; a class already reported is not reported again.
-pub(crate) fn more_cycle_certificates(
-    h: &History,
-    r: &Resolution,
-    b: &Built,
-    first: super::Anomaly,
-    cap: usize,
-) -> Vec<Certificate> {
-    let mut out: Vec<Certificate> = Vec::new();
-    if cap == 0 {
-        return out;
-    }
-    let csr = Csr::build(b.num_nodes, &b.edges, false);
-    let cost = edge_cost(&b.labels, h.fence_key);
-    let mut seen = vec![first];
-    let mut keep = |cyc: Vec<u32>, out: &mut Vec<Certificate>| {
-        let c = certificate_of(h, r, b, &csr, &cyc);
-        if !seen.contains(&c.anomaly) {
-            seen.push(c.anomaly);
-            out.push(c);
-        }
-    };
-    let no_rw = |with_wr: bool| {
-        move |k: EdgeKind| match k {
-            EdgeKind::Rw => false,
-            EdgeKind::Wr => with_wr,
-            _ => true,
-        }
-    };
-    for with_wr in [false, true] {
-        if out.len() >= cap {
-            return out;
-        }
-        let allowed = no_rw(with_wr);
-        let ids: Vec<u32> = (0..b.edges.len() as u32)
-            .filter(|&e| allowed(b.labels[e as usize].kind))
-            .collect();
-        let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
-        let sub = Csr::build(b.num_nodes, &kept, false);
-        if let Some(cyc) = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64) {
-            keep(cyc.into_iter().map(|e| ids[e as usize]).collect(), &mut out);
-        }
-    }
-    let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
-    let mut size = vec![0u32; ncomp as usize];
-    for &c in &comp {
-        size[c as usize] += 1;
-    }
-    let mut comps: Vec<u32> = (0..ncomp).filter(|&c| size[c as usize] > 1).collect();
-    comps.sort_by_key(|&c| (size[c as usize], c));
-    let mut members: Vec<Vec<Node>> = vec![Vec::new(); ncomp as usize];
-    for x in 0..b.first_gate {
-        let c = comp[x as usize];
-        if size[c as usize] > 1 {
-            members[c as usize].push(x);
-        }
-    }
-    for &cid in comps.iter().take(MORE_COMPONENTS) {
-        if out.len() >= cap {
-            break;
-        }
-        let found = graph::best_cycle(
-            &csr,
-            &comp,
-            cid,
-            &members[cid as usize],
-            &cost,
-            64,
-            CYCLE_SEARCH_BUDGET,
-        );
-        if let Some(cyc) = found {
-            keep(cyc, &mut out);
-        }
-    }
-    out
 }
 
 pub(crate) fn unsat_certificate(

@@ -91,22 +91,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(dir) = &a.report {
-        let rung = krait_report::Rung {
-            level: report.level,
-            verdict: verdict_word(&report.verdict),
-            note: match &report.verdict {
-                krait_checker::Verdict::Accept => String::new(),
-                krait_checker::Verdict::Reject(c) => c.summary.clone(),
-                krait_checker::Verdict::Unknown { reason } => reason.clone(),
-            },
-            ms: ms(total - load_time),
-            certificates: report
-                .verdict
-                .certificate()
-                .into_iter()
-                .chain(&report.also)
-                .collect(),
-        };
+        let rung = krait_report::Rung::checked(&report, ms(total - load_time));
         let page = krait_report::Page {
             path: a.path.display().to_string(),
             history: &loaded.history,
@@ -123,15 +108,6 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// How the JSON and the report name a verdict.
-pub(crate) fn verdict_word(v: &krait_checker::Verdict) -> &'static str {
-    match v {
-        krait_checker::Verdict::Accept => "ACCEPT",
-        krait_checker::Verdict::Reject(_) => "REJECT",
-        krait_checker::Verdict::Unknown { .. } => "UNDECIDED",
-    }
 }
 
 /// `--json` (and the report's verdict.json): the report, with the path, the history's counts,

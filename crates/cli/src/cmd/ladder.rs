@@ -190,28 +190,17 @@ pub(crate) fn run(
 
 /// A rung as the HTML report's ladder table shows it.
 fn page_rung(r: &Rung) -> krait_report::Rung<'_> {
-    let (verdict, note, certificates) = match &r.outcome {
-        Outcome::Checked(rep) => (
-            super::check::verdict_word(&rep.verdict),
-            match &rep.verdict {
-                Verdict::Accept => String::new(),
-                Verdict::Reject(c) => c.summary.clone(),
-                Verdict::Unknown { reason } => reason.clone(),
-            },
-            rep.verdict
-                .certificate()
-                .into_iter()
-                .chain(&rep.also)
-                .collect(),
-        ),
-        Outcome::Implied(w) => ("REJECT", format!("implied: not {w}"), Vec::new()),
-        Outcome::Cannot(why) => ("NOT CHECKED", why.clone(), Vec::new()),
+    let ms = r.time.as_secs_f64() * 1e3;
+    let (verdict, note) = match &r.outcome {
+        Outcome::Checked(rep) => return krait_report::Rung::checked(rep, ms),
+        Outcome::Implied(w) => ("REJECT", format!("implied: not {w}")),
+        Outcome::Cannot(why) => ("NOT CHECKED", why.clone()),
     };
     krait_report::Rung {
         level: r.level,
         verdict,
         note,
-        ms: r.time.as_secs_f64() * 1e3,
-        certificates,
+        ms,
+        certificates: Vec::new(),
     }
 }

@@ -86,7 +86,7 @@ fn normalize(v: &[u8], oid: u32, binary: bool) -> Vec<u8> {
 }
 
 /// A column value as a history value: a hash of its text form (NULL its own value).
-fn value_id(v: Option<&[u8]>) -> u64 {
+pub(crate) fn value_id(v: Option<&[u8]>) -> u64 {
     match v {
         Some(v) => krait_history::hash_bytes(v),
         None => krait_history::hash_bytes(b"\0NULL"),
@@ -94,7 +94,7 @@ fn value_id(v: Option<&[u8]>) -> u64 {
 }
 
 /// `TABLE/KEY/COLUMN`: one history key per column of a row.
-fn key_of(t: &TableSpec, key: &[u8], col: &str) -> String {
+pub(crate) fn key_of(t: &TableSpec, key: &[u8], col: &str) -> String {
     format!("{}/{}/{col}", t.name, String::from_utf8_lossy(key))
 }
 

@@ -93,15 +93,11 @@ fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result
                     tb.name, tb.pk
                 )));
             };
-            let key = r.get(pk).unwrap_or_default();
+            let key = r.get(pk).unwrap_or_default().as_bytes();
             for (i, c) in cols.iter().enumerate() {
                 if i != pk {
-                    let v = r.get(i).map(str::as_bytes);
-                    let id = match v {
-                        Some(v) => krait_history::hash_bytes(v),
-                        None => krait_history::hash_bytes(b"\0NULL"),
-                    };
-                    t.write(&format!("{}/{key}/{}", tb.name, c.name()), id)?;
+                    let id = conn::value_id(r.get(i).map(str::as_bytes));
+                    t.write(&conn::key_of(tb, key, c.name()), id)?;
                 }
             }
         }

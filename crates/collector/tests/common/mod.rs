@@ -160,3 +160,25 @@ pub fn verifies_and_accounts_for_rows(
     assert!(on.verdict().is_none(), "{tag}: online: {:?}", on.verdict());
     rows_accounted_for(db, h, tag)
 }
+
+/// The verdict at `level`, with krait-verify confirming it where it can: a verdict it refutes
+/// fails the test.
+pub fn verified_verdict(
+    h: &krait_history::History,
+    level: krait_checker::Level,
+) -> krait_checker::Verdict {
+    let opts = krait_checker::Options {
+        level,
+        want_order: true,
+        ..krait_checker::Options::default()
+    };
+    let rep = krait_checker::check(h, &opts).unwrap();
+    let v = serde_json::to_value(&rep).unwrap();
+    if let Err(p) = krait_verify::verify(h, &v) {
+        assert!(
+            matches!(p, krait_verify::Problem::Unsupported(_)),
+            "krait-verify refutes {v}: {p}"
+        );
+    }
+    rep.verdict
+}
