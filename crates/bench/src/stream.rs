@@ -80,6 +80,7 @@ pub fn run(a: StreamArgs) -> anyhow::Result<ExitCode> {
                 .map(|&(k, key, v)| (k, key_ids[key as usize], v))
                 .collect(),
             lists: Vec::new(),
+            app: Vec::new(),
             claims: Vec::new(),
         })?;
         if (i + 1) % a.round_size == 0 {

@@ -25,6 +25,7 @@ fn main() -> Result<(), krait_checker::online::OnlineError> {
             commit: NO_TIME,
             ops,
             lists: Vec::new(),
+            app: Vec::new(),
             claims: Vec::new(),
         }
     };

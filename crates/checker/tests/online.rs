@@ -28,6 +28,7 @@ fn push_all(on: &mut Online, txns: &[SimpleTxn]) {
                 .iter()
                 .map(|(i, l)| (*i as u32, l.clone()))
                 .collect(),
+            app: Vec::new(),
             claims: Vec::new(),
         })
         .unwrap();

@@ -16,7 +16,7 @@
 //! [`RecTxn::read_value`]), and the checker then matches each read to every write of that
 //! value (repeated values are checked exactly, at more cost).
 
-use crate::session::{decode, encode, now_ns, Log};
+use crate::session::{decode, encode, now_ns, push_op, Log};
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -156,7 +156,14 @@ impl RecSession {
         Ok(())
     }
 
-    pub(crate) fn op(&mut self, kind: &str, key: &str, value: Option<u64>) -> io::Result<()> {
+    /// Logs one operation; `app` is the application's own value, kept for certificates.
+    pub(crate) fn op(
+        &mut self,
+        kind: &str,
+        key: &str,
+        value: Option<u64>,
+        app: Option<&str>,
+    ) -> io::Result<()> {
         let Some((any, committing)) = self.open.as_mut() else {
             return Err(invalid(format!("{kind}({key}) outside a transaction")));
         };
@@ -165,13 +172,13 @@ impl RecSession {
                 "{kind}({key}) after committing(): a transaction's operations end before COMMIT is sent"
             )));
         }
-        let sep = if *any { "," } else { "" };
+        let mut line = String::with_capacity(48);
+        if *any {
+            line.push(',');
+        }
         *any = true;
-        let key = serde_json::to_string(key).expect("a string serializes");
-        let v = value.map_or("null".to_string(), |v| v.to_string());
-        self.log
-            .emit(&format!("{sep}[\"{kind}\",{key},{v}]"))
-            .map_err(io::Error::other)
+        push_op(&mut line, kind, key, value, app);
+        self.log.emit(&line).map_err(io::Error::other)
     }
 
     /// A fresh write id, unique in the recorder.
@@ -236,12 +243,12 @@ impl RecTxn<'_> {
     /// A read of `key` returned the version written with `value` (`None`: the key's initial
     /// state, or no row). Log it once the value has arrived.
     pub fn read(&mut self, key: &str, value: Option<u64>) -> io::Result<()> {
-        self.s.op("r", key, value)
+        self.s.op("r", key, value, None)
     }
 
     /// A write of `value` to `key`. Log it *before* the application sends it.
     pub fn write(&mut self, key: &str, value: u64) -> io::Result<()> {
-        self.s.op("w", key, Some(value))
+        self.s.op("w", key, Some(value), None)
     }
 
     /// A write of the application's `value` to `key`, tagged with a fresh unique id: logs the
@@ -249,7 +256,7 @@ impl RecTxn<'_> {
     /// logged with [`RecTxn::read_tagged`], which gives `value` back.
     pub fn tag(&mut self, key: &str, value: &str) -> io::Result<String> {
         let id = self.s.next_write_id();
-        self.write(key, id)?;
+        self.s.op("w", key, Some(id), Some(value))?;
         Ok(encode(id, value))
     }
 
@@ -269,7 +276,7 @@ impl RecTxn<'_> {
             }
             Some(s) => {
                 let (id, value) = decode(s);
-                self.read(key, id)?;
+                self.s.op("r", key, id, Some(value))?;
                 Ok(Some(value))
             }
         }
@@ -279,14 +286,14 @@ impl RecTxn<'_> {
     /// value, so two writes of one value are one value to the checker (it then considers every
     /// writer a read of it may have read).
     pub fn write_value(&mut self, key: &str, value: &str) -> io::Result<()> {
-        self.write(key, value_id(value))
+        self.s.op("w", key, Some(value_id(value)), Some(value))
     }
 
     /// A read of `key` that returned the application's own `value` (untagged; `None`: no row).
     /// A value no recorded transaction wrote (data loaded before recording) is a read of
     /// nobody's write: load initial data through a recorded session, or tag values.
     pub fn read_value(&mut self, key: &str, value: Option<&str>) -> io::Result<()> {
-        self.read(key, value.map(value_id))
+        self.s.op("r", key, value.map(value_id), value)
     }
 
     /// The operations are complete and COMMIT is about to be sent: from here a lost answer

@@ -30,6 +30,42 @@ pub(crate) fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// Longest application value a log keeps, in characters: enough to recognise it in a
+/// certificate, short enough that the log stays a small multiple of the ids.
+const LOGGED_APP_CHARS: usize = 64;
+
+/// Appends one logged operation: `[kind, key, value]`, with the application's own value as a
+/// fourth element where there is one (its first [`LOGGED_APP_CHARS`] characters), so
+/// certificates can show what the application stored instead of ids and hashes.
+pub(crate) fn push_op(
+    out: &mut String,
+    kind: &str,
+    key: &str,
+    value: Option<u64>,
+    app: Option<&str>,
+) {
+    use std::fmt::Write as _;
+    out.push_str("[\"");
+    out.push_str(kind);
+    out.push_str("\",");
+    out.push_str(&serde_json::to_string(key).expect("a string serializes"));
+    match value {
+        Some(v) => {
+            let _ = write!(out, ",{v}");
+        }
+        None => out.push_str(",null"),
+    }
+    if let (Some(a), Some(_)) = (app, value) {
+        let a = match a.char_indices().nth(LOGGED_APP_CHARS) {
+            Some((i, _)) => &a[..i],
+            None => a,
+        };
+        out.push(',');
+        out.push_str(&serde_json::to_string(a).expect("a string serializes"));
+    }
+    out.push(']');
+}
+
 /// Splits a stored value into (write id, application value); values the collector did not write
 /// (the initial state) have no write id.
 pub(crate) fn decode(stored: &str) -> (Option<u64>, &str) {
@@ -134,7 +170,13 @@ struct RecTx<'a> {
 }
 
 impl RecTx<'_> {
-    fn log_op(&mut self, kind: &str, key: &str, value: Option<u64>) -> Result<(), TxError> {
+    fn log_op(
+        &mut self,
+        kind: &str,
+        key: &str,
+        value: Option<u64>,
+        app: Option<&str>,
+    ) -> Result<(), TxError> {
         let Some(log) = self.log.as_deref_mut() else {
             return Ok(());
         };
@@ -143,11 +185,7 @@ impl RecTx<'_> {
             log.line.push(',');
         }
         self.first_op = false;
-        let key = serde_json::to_string(key).unwrap();
-        match value {
-            Some(v) => log.line.push_str(&format!("[\"{kind}\",{key},{v}]")),
-            None => log.line.push_str(&format!("[\"{kind}\",{key},null]")),
-        }
+        push_op(&mut log.line, kind, key, value, app);
         let line = std::mem::take(&mut log.line);
         *self.log_bytes += line.len() as u64;
         let r = log.emit(&line);
@@ -171,14 +209,14 @@ impl Tx for RecTx<'_> {
             }
             None => (None, None),
         };
-        self.log_op("r", key, id)?;
+        self.log_op("r", key, id, value.as_deref())?;
         Ok(value)
     }
     fn write(&mut self, key: &str, value: &str) -> Result<(), TxError> {
         *self.wid_counter += 1;
         let id = self.wid_base | *self.wid_counter;
         // Logged before the request goes out: a crash after sending loses nothing.
-        self.log_op("w", key, Some(id))?;
+        self.log_op("w", key, Some(id), Some(value))?;
         self.store
             .write(key, &encode(id, value))
             .map_err(|e| self.fail(e))

@@ -277,6 +277,16 @@ fn write_skew_at_repeatable_read_through_the_proxy_is_rejected_under_serializabi
         Verdict::Reject(c) => {
             assert_eq!(c.anomaly, krait_checker::Anomaly::G2Item, "{}", c.summary);
             eprintln!("caught: {}", c.summary);
+            // Values as the database returned them: the doctors' on-call flags.
+            let ops: Vec<&String> = c.txns.iter().flat_map(|t| &t.ops).collect();
+            let reads: Vec<_> = ops.iter().filter(|o| o.starts_with("r(")).collect();
+            let writes: Vec<_> = ops.iter().filter(|o| o.starts_with("w(")).collect();
+            assert!(!reads.is_empty() && !writes.is_empty(), "{ops:?}");
+            assert!(
+                reads.iter().all(|o| o.contains(" = \"yes\" from ")),
+                "{ops:?}"
+            );
+            assert!(writes.iter().all(|o| o.ends_with(" = \"no\"")), "{ops:?}");
         }
         v => panic!("{v:?}"),
     }

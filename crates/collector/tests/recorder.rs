@@ -297,8 +297,26 @@ fn a_bank_at_read_committed_keeps_its_invariant_and_krait_catches_lost_updates()
     let h = load(&dir);
     // Read committed allows what happened; snapshot isolation and serializability do not.
     assert!(verdict(&h, Level::ReadCommitted).is_accept());
+    // Every tagged read and write keeps the balance the application stored.
+    assert_eq!(h.app_values.len(), h.num_ops());
     match verdict(&h, Level::SnapshotIsolation) {
-        Verdict::Reject(c) => eprintln!("caught: {}", c.summary),
+        Verdict::Reject(c) => {
+            eprintln!("caught: {}", c.summary);
+            // The certificate shows balances, not write ids.
+            let ops: Vec<&String> = c.txns.iter().flat_map(|t| &t.ops).collect();
+            assert!(!ops.is_empty());
+            for o in &ops {
+                let v = o.split(" = ").nth(1).unwrap_or("");
+                let shown = v.split(' ').next().unwrap_or("");
+                assert!(
+                    shown.len() > 2
+                        && shown.starts_with('"')
+                        && shown.ends_with('"')
+                        && shown[1..shown.len() - 1].parse::<i64>().is_ok(),
+                    "{o}"
+                );
+            }
+        }
         v => panic!("six tellers at read committed lost no update? {v:?}"),
     }
     assert!(verdict(&h, Level::Serializable).is_reject());

@@ -378,6 +378,7 @@ fn cobra_take(
             } => {
                 out.txns.push(TxnRecord {
                     lists: Vec::new(),
+                    app: Vec::new(),
                     session: t.session,
                     ext: txn,
                     status: TxnStatus::Committed,

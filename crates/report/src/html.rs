@@ -112,11 +112,11 @@ fn txn_by_name(h: &History, name: &str) -> Option<TxnId> {
 fn op_text(h: &History, o: usize) -> String {
     let k = &h.keys[h.op_key[o] as usize];
     match h.op_kind[o] {
-        OpKind::Write => format!("w({k}) = {}", h.op_value[o]),
+        OpKind::Write => format!("w({k}) = {}", h.value_text(o)),
         OpKind::ReadInit => format!("r({k}) = initial"),
         OpKind::Read => match h.list_of(o as u32) {
             Some(l) => format!("r({k}) = {l:?}"),
-            None => format!("r({k}) = {}", h.op_value[o]),
+            None => format!("r({k}) = {}", h.value_text(o)),
         },
     }
 }

@@ -51,7 +51,7 @@ impl Certificate {
         let summary = format!(
             "{} read {k} = {}, which {} wrote, and none of them can be the write it read: {}",
             txn_name(h, t),
-            h.op_value[o as usize],
+            h.value_text(o as usize),
             candidates_text(h, r, o),
             reasons.join("; ")
         );
@@ -116,7 +116,7 @@ pub(crate) fn no_writer_certificate(
         "{}: {} read {k} = {}, which {} wrote, and each choice of writer closes a cycle",
         Anomaly::NoPossibleWriter.name(),
         x.node_name(c.reader),
-        h.op_value[op as usize],
+        h.value_text(op as usize),
         candidates_text(h, r, op)
     );
     let mut seen = Vec::new();

@@ -292,7 +292,7 @@ pub(crate) fn unsat_certificate(
             "{} read {} = {} from {}",
             x.node_name(c.reader),
             h.keys[c.key as usize],
-            h.op_value[c.ops[0] as usize],
+            h.value_text(c.ops[0] as usize),
             super::explain::candidates_text(h, r, c.ops[0])
         ));
     }

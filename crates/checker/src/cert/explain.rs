@@ -41,7 +41,7 @@ pub(crate) fn candidates_text(h: &History, r: &Resolution, o: u32) -> String {
 
 /// What read `o` saw, in words: its value and where it came from.
 pub(crate) fn source_text(h: &History, r: &Resolution, o: u32) -> String {
-    let v = h.op_value[o as usize];
+    let v = h.value_text(o as usize);
     match r.read_from[o as usize] {
         FROM_INIT => "the initial version".to_string(),
         FROM_NOBODY => format!("{v} (written by nobody)"),
@@ -54,15 +54,15 @@ fn describe_read(h: &History, r: &Resolution, o: u32) -> String {
     let k = key_name(h, h.op_key[o as usize]);
     match r.read_from[o as usize] {
         FROM_INIT => format!("r({k}) = initial"),
-        FROM_NOBODY => format!("r({k}) = {} (written by nobody)", h.op_value[o as usize]),
+        FROM_NOBODY => format!("r({k}) = {} (written by nobody)", h.value_text(o as usize)),
         FROM_AMBIGUOUS => format!(
             "r({k}) = {} from {}",
-            h.op_value[o as usize],
+            h.value_text(o as usize),
             candidates_text(h, r, o)
         ),
         w => format!(
             "r({k}) = {} from {}",
-            h.op_value[o as usize],
+            h.value_text(o as usize),
             txn_name(h, r.op_txn[w as usize])
         ),
     }
@@ -72,7 +72,7 @@ pub(crate) fn describe_txn(h: &History, r: &Resolution, t: TxnId) -> CertTxn {
     let ops = h
         .ops(t)
         .map(|o| match h.op_kind[o] {
-            OpKind::Write => format!("w({}) = {}", key_name(h, h.op_key[o]), h.op_value[o]),
+            OpKind::Write => format!("w({}) = {}", key_name(h, h.op_key[o]), h.value_text(o)),
             _ => describe_read(h, r, o as u32),
         })
         .collect();
@@ -218,12 +218,12 @@ impl Explainer<'_> {
             FROM_INIT => "the initial version".to_string(),
             FROM_AMBIGUOUS => format!(
                 "{} (written by {})",
-                self.h.op_value[o],
+                self.h.value_text(o),
                 candidates_text(self.h, self.r, o as u32)
             ),
             w => format!(
                 "{} (written by {})",
-                self.h.op_value[o],
+                self.h.value_text(o),
                 txn_name(self.h, self.r.op_txn[w as usize])
             ),
         }
@@ -239,14 +239,14 @@ impl Explainer<'_> {
                 "{a} committed before {b} started (real time, beyond the clock-drift allowance)"
             ),
             EdgeKind::Wr => match self.read_of(v, l.key) {
-                Some(o) => format!("{b} read {kn} = {}, which {a} wrote", self.h.op_value[o]),
+                Some(o) => format!("{b} read {kn} = {}, which {a} wrote", self.h.value_text(o)),
                 None => format!("{b} read {kn} from {a}"),
             },
             EdgeKind::Ww => match (self.write_of(u, l.key), self.write_of(v, l.key)) {
                 _ if u == INIT => format!("{b} overwrote the initial version of {kn}"),
                 (Some(x), Some(y)) => format!(
                     "{b} overwrote the version of {kn} that {a} wrote ({} before {})",
-                    self.h.op_value[x], self.h.op_value[y]
+                    self.h.value_text(x), self.h.value_text(y)
                 ),
                 _ => format!("{a}'s write of {kn} precedes {b}'s"),
             },

@@ -68,13 +68,13 @@ pub(crate) fn stale_read(
     writer: u64,
     round: Option<u64>,
 ) -> Certificate {
-    let ext = h.txn_ext[t as usize];
+    let ext = txn_name(h, t);
     let summary = match round {
         None => format!(
-            "T{ext} read {what}, but T{writer} had overwritten it and precedes every transaction still to come (the fences' epochs), so T{ext} read a version already overwritten before it began: a stale read"
+            "{ext} read {what}, but T{writer} had overwritten it and precedes every transaction still to come (the fences' epochs), so {ext} read a version already overwritten before it began: a stale read"
         ),
         Some(round) => format!(
-            "T{ext} read {what}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so T{ext} read a version already overwritten before it began"
+            "{ext} read {what}, written by T{writer}, which round {round} garbage-collected as superseded: an old write of {key} was known to follow T{writer}'s, and every old transaction precedes all transactions still to come (the fences' epochs), so {ext} read a version already overwritten before it began"
         ),
     };
     simple(Anomaly::StaleRead, summary, h, r, &[t])
@@ -132,7 +132,7 @@ impl Certificate {
             _ => format!(
                 "{} read {k} = {}, a value no transaction in the history wrote (garbage, or an incomplete history)",
                 txn_name(h, t),
-                h.op_value[o as usize]
+                h.value_text(o as usize)
             ),
         };
         simple(Anomaly::ReadOfNobody, summary, h, r, &[t])
@@ -145,7 +145,7 @@ impl Certificate {
         let summary = format!(
             "{} read {k} = {}, written by {}, which {}",
             txn_name(h, t),
-            h.op_value[o as usize],
+            h.value_text(o as usize),
             txn_name(h, w),
             if h.txn_status[w as usize] == krait_history::TxnStatus::Aborted {
                 "aborted"
@@ -163,7 +163,7 @@ impl Certificate {
         let summary = format!(
             "{} read {k} = {}, an intermediate version: {} wrote {k} again before committing",
             txn_name(h, t),
-            h.op_value[o as usize],
+            h.value_text(o as usize),
             txn_name(h, w)
         );
         simple(Anomaly::G1b, summary, h, r, &[t, w])
@@ -179,21 +179,21 @@ impl Certificate {
         let k = key_name(h, h.op_key[o as usize]);
         let seen = match r.read_from[o as usize] {
             FROM_INIT => "the initial value".to_string(),
-            FROM_NOBODY => format!("{} (written by nobody)", h.op_value[o as usize]),
+            FROM_NOBODY => format!("{} (written by nobody)", h.value_text(o as usize)),
             FROM_AMBIGUOUS => super::explain::source_text(h, r, o),
             x if r.op_txn[x as usize] == t => {
-                format!("its own earlier write {}", h.op_value[x as usize])
+                format!("its own earlier write {}", h.value_text(x as usize))
             }
             x => format!(
                 "{} from {}",
-                h.op_value[x as usize],
+                h.value_text(x as usize),
                 txn_name(h, r.op_txn[x as usize])
             ),
         };
         let summary = format!(
             "{} wrote {k} = {} and then read {k} as {seen}: a transaction must see its own latest write",
             txn_name(h, t),
-            h.op_value[own as usize]
+            h.value_text(own as usize)
         );
         let mut ts = vec![t];
         if let Some(w) = r.writer_txn(o) {
@@ -207,7 +207,7 @@ impl Certificate {
         let summary = format!(
             "{} read {k} = {}, a value it only writes later: no execution can produce this",
             txn_name(h, t),
-            h.op_value[o as usize]
+            h.value_text(o as usize)
         );
         simple(Anomaly::ReadOfNobody, summary, h, r, &[t])
     }

@@ -149,6 +149,7 @@ impl Online {
                 let fence = self.is_fence_txn(&q.t);
                 let id = self.alloc(Live {
                     t: q.t,
+                    pos: q.pos,
                     ghost: Vec::new(),
                     read_unknown: false,
                     epoch: NONE,

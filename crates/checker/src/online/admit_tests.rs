@@ -162,6 +162,7 @@ fn random_online(r: &mut Rng, cap: usize) -> Online {
             commit: NO_TIME,
             ops,
             lists: Vec::new(),
+            app: Vec::new(),
             claims: Vec::new(),
         };
         // Duplicate values are refused on arrival; skip those transactions.

@@ -53,6 +53,8 @@ const DELETED_MEMORY: usize = 1 << 18;
 
 struct Live {
     t: TxnRecord,
+    /// Its 1-based place in its session, as arrived: reports name it `<session>:<pos>`.
+    pos: u32,
     /// Op indices of reads whose writer was deleted (left out of later rebuilds).
     ghost: Vec<u32>,
     /// An unknown outcome that an earlier round found read: it committed, at a time unknown.
@@ -63,6 +65,7 @@ struct Live {
 
 struct Queued {
     t: TxnRecord,
+    pos: u32,
     seq: u64,
     sweep: u64,
     seen_at: Instant,
@@ -77,6 +80,8 @@ struct Sess {
     /// Admitted transactions since the last fence, waiting for the next fence's epoch.
     unassigned: Vec<u32>,
     closed: bool,
+    /// Transactions pushed so far.
+    pushed: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -223,6 +228,7 @@ impl Online {
             max_fence: NONE,
             unassigned: Vec::new(),
             closed: false,
+            pushed: 0,
         });
         self.session_index.insert(name.to_string(), s);
         Ok(s)
@@ -255,7 +261,10 @@ impl Online {
                 self.writes.insert((k, v), Writer::Queued(self.seq));
             }
         }
+        let sess = &mut self.sessions[t.session as usize];
+        sess.pushed += 1;
         let q = Queued {
+            pos: sess.pushed,
             t,
             seq: self.seq,
             sweep: self.sweep,

@@ -21,9 +21,16 @@ pub fn replay(
     }
     on.set_cobra_claims(h.cobra.is_some());
     let ns = h.num_sessions();
+    let mut seen = std::collections::HashSet::new();
     for s in 0..ns {
-        // Session names may repeat across formats' conventions; make them distinct.
-        let name = format!("{}#{s}", h.session_names[s]);
+        // A name the history uses twice (no reader makes one, but a built history may) is
+        // made distinct; others stay as they are, so reports name sessions as the input does.
+        let name = &h.session_names[s];
+        let name = if seen.insert(name.as_str()) {
+            name.clone()
+        } else {
+            format!("{name}#{s}")
+        };
         on.session(&name)?;
     }
     let len: Vec<usize> = (0..ns).map(|s| h.session_range(s).len()).collect();
@@ -61,6 +68,16 @@ pub fn replay(
                     .map(|l| ((o - h.ops(t).start) as u32, l.to_vec()))
             })
             .collect();
+        let app = if h.app_values.is_empty() {
+            Vec::new()
+        } else {
+            h.ops(t)
+                .filter_map(|o| {
+                    let a = h.app_value(o as u32)?;
+                    Some(((o - h.ops(t).start) as u32, a.to_string()))
+                })
+                .collect()
+        };
         let claims = match &h.cobra {
             Some(c) => h
                 .ops(t)
@@ -76,6 +93,7 @@ pub fn replay(
             commit: h.txn_commit[t as usize],
             ops,
             lists,
+            app,
             claims,
         })?;
         if fed[s] == len[s] {

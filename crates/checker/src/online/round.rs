@@ -128,6 +128,7 @@ impl Online {
             b.set_fence_key(fk);
         }
         let mut txn_slab: Vec<u32> = Vec::with_capacity(self.live_count);
+        let mut txn_pos: Vec<u32> = Vec::with_capacity(self.live_count);
         let mut committed_unknown: Vec<TxnId> = Vec::new();
         let mut slab_txn: Vec<u32> = vec![NONE; self.slab.len()];
         for s in &self.sessions {
@@ -152,6 +153,9 @@ impl Online {
                     if let Some((_, list)) = l.t.lists.iter().find(|x| x.0 as usize == i) {
                         b.list(list);
                     }
+                    if let Ok(j) = l.t.app.binary_search_by_key(&(i as u32), |x| x.0) {
+                        b.app_value(&l.t.app[j].1);
+                    }
                     if self.cobra_claims {
                         let (vh, w) = l.t.claims.get(i).copied().unwrap_or((0, 0));
                         b.cobra_claim(vh, w);
@@ -162,14 +166,15 @@ impl Online {
                     .map_err(|_| OnlineError::DuplicateTxn { txn: l.t.ext })?;
                 slab_txn[id as usize] = t;
                 txn_slab.push(id);
+                txn_pos.push(l.pos);
                 if l.read_unknown {
                     committed_unknown.push(t);
                 }
             }
         }
         let mut h = b.finish();
-        // A round holds only part of each session: places in it are not the session's.
-        h.name_by_id = true;
+        // A round holds only part of each session: name each by its place in the whole one.
+        h.txn_pos = txn_pos;
         Ok(RoundHistory {
             h,
             txn_slab,
@@ -214,8 +219,12 @@ impl Online {
             if l.t.status != TxnStatus::Committed {
                 continue;
             }
-            for &(kind, k, v) in &l.t.ops {
+            for (i, &(kind, k, v)) in l.t.ops.iter().enumerate() {
                 let key = &self.keys[k as usize];
+                let shown = || match l.t.app.binary_search_by_key(&(i as u32), |a| a.0) {
+                    Ok(j) => krait_history::quote_app_value(&l.t.app[j].1),
+                    Err(_) => v.to_string(),
+                };
                 let (writer, round, what) = match kind {
                     // The true initial state, after a later write became the key's initial
                     // version: stale too.
@@ -227,7 +236,7 @@ impl Online {
                         if !self.writes.contains_key(&(k, v)) && !self.is_init_value(k, v) =>
                     {
                         match self.deleted_writes.get(&(k, v)) {
-                            Some(&(w, r)) => (w, Some(r), format!("{key} = {v}")),
+                            Some(&(w, r)) => (w, Some(r), format!("{key} = {}", shown())),
                             None => continue,
                         }
                     }

@@ -93,6 +93,11 @@ pub(crate) fn value_id(v: Option<&[u8]>) -> u64 {
     }
 }
 
+/// A column value as the application sees it, for certificates (NULL has none).
+pub(crate) fn app_of(v: Option<&[u8]>) -> Option<std::borrow::Cow<'_, str>> {
+    v.map(String::from_utf8_lossy)
+}
+
 /// `TABLE/KEY/COLUMN`: one history key per column of a row.
 pub(crate) fn key_of(t: &TableSpec, key: &[u8], col: &str) -> String {
     format!("{}/{}/{col}", t.name, String::from_utf8_lossy(key))
@@ -151,8 +156,12 @@ impl Conn {
                 let t = self.tables[table].clone();
                 for (c, v) in &cols {
                     let v = self.operand(v, params);
-                    self.session
-                        .op("w", &key_of(&t, &key, c), Some(value_id(v.as_deref())))?;
+                    self.session.op(
+                        "w",
+                        &key_of(&t, &key, c),
+                        Some(value_id(v.as_deref())),
+                        app_of(v.as_deref()).as_deref(),
+                    )?;
                 }
                 if !self.explicit {
                     self.autocommit_sent = true;
@@ -303,10 +312,15 @@ impl Conn {
             let k = key_of(&t, key, c);
             match (row, values.get(i).cloned().flatten()) {
                 // No row: the column's initial state (no recorded write).
-                (None, _) => self.session.op("r", &k, None)?,
+                (None, _) => self.session.op("r", &k, None, None)?,
                 (Some(_), v) => {
                     let v = v.map(|v| normalize(&v, *oid, *binary));
-                    self.session.op("r", &k, Some(value_id(v.as_deref())))?
+                    self.session.op(
+                        "r",
+                        &k,
+                        Some(value_id(v.as_deref())),
+                        app_of(v.as_deref()).as_deref(),
+                    )?
                 }
             }
         }
@@ -347,8 +361,13 @@ impl Conn {
         let t = self.tables[table].clone();
         let k = key_of(&t, &key, &col);
         self.session
-            .op("r", &k, Some(value_id(Some(old.as_bytes()))))?;
-        self.session.op("w", &k, Some(value_id(new.as_deref())))
+            .op("r", &k, Some(value_id(Some(old.as_bytes()))), Some(&old))?;
+        self.session.op(
+            "w",
+            &k,
+            Some(value_id(new.as_deref())),
+            app_of(new.as_deref()).as_deref(),
+        )
     }
 
     /// Looks at a message from the server; false when it is the proxy's own (an increment's

@@ -95,9 +95,14 @@ fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result
             };
             let key = r.get(pk).unwrap_or_default().as_bytes();
             for (i, c) in cols.iter().enumerate() {
-                if i != pk {
-                    let id = conn::value_id(r.get(i).map(str::as_bytes));
-                    t.write(&conn::key_of(tb, key, c.name()), id)?;
+                if i == pk {
+                    continue;
+                }
+                let k = conn::key_of(tb, key, c.name());
+                match r.get(i) {
+                    // Hashed as the proxy hashes a column's text, and shown in certificates.
+                    Some(v) => t.write_value(&k, v)?,
+                    None => t.write(&k, conn::value_id(None))?,
                 }
             }
         }

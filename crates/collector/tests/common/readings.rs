@@ -15,6 +15,7 @@ pub struct Txn {
     pub commit: u64,
     pub ops: Vec<(OpKind, String, u64)>,
     pub lists: Vec<(u32, Vec<u64>)>,
+    pub app: Vec<(u32, String)>,
 }
 
 /// Session name → its transactions, in session order.
@@ -37,6 +38,13 @@ pub fn from_history(h: &History) -> Txns {
                 ops: r
                     .clone()
                     .map(|o| (h.op_kind[o], key(o), h.op_value[o]))
+                    .collect(),
+                app: r
+                    .clone()
+                    .filter_map(|o| {
+                        let a = h.app_value(o as u32)?;
+                        Some(((o - first) as u32, a.to_string()))
+                    })
                     .collect(),
                 lists: r
                     .filter_map(|o| {
@@ -127,6 +135,7 @@ impl Following {
                         .map(|&(k, key, v)| (k, self.keys.names[key as usize].clone(), v))
                         .collect(),
                     lists: t.lists,
+                    app: t.app,
                 };
                 (name.clone(), txn)
             })

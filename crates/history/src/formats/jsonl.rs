@@ -45,7 +45,68 @@ struct LineIn<'a> {
     #[serde(default)]
     commit: Option<u64>,
     #[serde(borrow)]
-    ops: Vec<(Cow<'a, str>, Name<'a>, OpVal)>,
+    ops: Vec<OpIn<'a>>,
+}
+
+/// One operation: `[kind, key, value]`, or `[kind, key, value, app]` with the application's
+/// own value (a string) that `value` stands for.
+struct OpIn<'a> {
+    kind: Cow<'a, str>,
+    key: Name<'a>,
+    value: OpVal,
+    app: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for OpIn<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = OpIn<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "an operation [kind, key, value] or [kind, key, value, application value]",
+                )
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<OpIn<'a>, A::Error> {
+                use serde::de::Error;
+                let kind: Cow<'a, str> = a
+                    .next_element::<BorrowedCow<'a>>()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?
+                    .0;
+                let key = a
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                let value = a
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(2, &self))?;
+                let app = a.next_element::<BorrowedCow<'a>>()?.map(|c| c.0);
+                if a.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::invalid_length(5, &self));
+                }
+                Ok(OpIn {
+                    kind,
+                    key,
+                    value,
+                    app,
+                })
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// A string borrowed from the input where it has no escapes.
+struct BorrowedCow<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BorrowedCow<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct W<'a>(#[serde(borrow)] Cow<'a, str>);
+        W::deserialize(d).map(|w| BorrowedCow(w.0))
+    }
 }
 
 /// An op's value: a number, `null` (the initial state), or a list (a list-append read).
@@ -95,6 +156,8 @@ struct Pending {
     ops: Vec<(OpKind, KeyId, u64)>,
     /// (op index, list) of list-append reads.
     lists: Vec<(u32, Vec<u64>)>,
+    /// (op index, the application's value) where the log has one.
+    app: Vec<(u32, String)>,
 }
 
 /// Reads a JSON Lines file.
@@ -290,13 +353,18 @@ pub(crate) fn parse_stream_line(
     let status = parse_status(l.status.as_deref(), path, at)?;
     let mut ops = Vec::with_capacity(l.ops.len());
     let mut lists = Vec::new();
-    for (i, (kind, key, value)) in l.ops.iter().enumerate() {
-        let k = keys.key(&key.to_key());
-        ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
+    let mut app = Vec::new();
+    for (i, op) in l.ops.iter().enumerate() {
+        let k = keys.key(&op.key.to_key());
+        ops.push(parse_op(i, &op.kind, k, &op.value, &mut lists, path, at)?);
+        if let Some(a) = &op.app {
+            app.push((i as u32, a.to_string()));
+        }
     }
     check_times(&l, path, at)?;
     Ok(TxnRecord {
         lists,
+        app,
         session: session(&l.session.to_key()),
         ext: l.txn,
         status,
@@ -460,10 +528,14 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
         for p in txns {
             let path = paths[p.file].as_path();
             let mut lists = p.lists.iter().peekable();
+            let mut app = p.app.iter().peekable();
             for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
                 let earlier = b.op(kind, k, v);
                 if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
                     b.list(l);
+                }
+                if let Some((_, a)) = app.next_if(|a| a.0 as usize == i) {
+                    b.app_value(a);
                 }
                 // A list holds each appended element once (see gather.rs).
                 if earlier.is_some() && has_lists {
@@ -514,14 +586,17 @@ fn parse_line(
     let status = parse_status(l.status.as_deref(), path, at)?;
     let mut ops = Vec::with_capacity(l.ops.len());
     let mut lists = Vec::new();
-    for (i, (kind, key, value)) in l.ops.iter().enumerate() {
-        let k = b.key(&key.to_key());
+    let mut app = Vec::new();
+    for (i, op) in l.ops.iter().enumerate() {
+        let k = b.key(&op.key.to_key());
         if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
             *fence = Some(k);
             b.set_fence_key(k);
         }
-        let op = parse_op(i, kind, k, value, &mut lists, path, at)?;
-        ops.push(op);
+        ops.push(parse_op(i, &op.kind, k, &op.value, &mut lists, path, at)?);
+        if let Some(a) = &op.app {
+            app.push((i as u32, a.to_string()));
+        }
     }
     let sname = l.session.to_key().into_owned();
     let si = *session_index.entry(sname.clone()).or_insert_with(|| {
@@ -538,6 +613,7 @@ fn parse_line(
         commit: l.commit.unwrap_or(NO_TIME),
         ops,
         lists,
+        app,
     });
     Ok(())
 }
@@ -570,11 +646,16 @@ pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
                 }
                 let key = serde_json::to_string(&h.keys[h.op_key[o] as usize]).unwrap();
                 let _ = match (h.op_kind[o], h.list_of(o as u32)) {
-                    (OpKind::Write, _) => write!(line, "[\"w\",{key},{}]", h.op_value[o]),
-                    (_, Some(list)) => write!(line, "[\"r\",{key},{list:?}]"),
-                    (OpKind::Read, _) => write!(line, "[\"r\",{key},{}]", h.op_value[o]),
-                    (OpKind::ReadInit, _) => write!(line, "[\"r\",{key},null]"),
+                    (OpKind::Write, _) => write!(line, "[\"w\",{key},{}", h.op_value[o]),
+                    (_, Some(list)) => write!(line, "[\"r\",{key},{list:?}"),
+                    (OpKind::Read, _) => write!(line, "[\"r\",{key},{}", h.op_value[o]),
+                    (OpKind::ReadInit, _) => write!(line, "[\"r\",{key},null"),
                 };
+                if let Some(a) = h.app_value(o as u32) {
+                    line.push(',');
+                    line.push_str(&serde_json::to_string(a).unwrap());
+                }
+                line.push(']');
             }
             line.push_str("]}\n");
             out.write_all(line.as_bytes())?;

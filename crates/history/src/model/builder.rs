@@ -111,6 +111,12 @@ impl HistoryBuilder {
             .list_reads
             .push((op, a, self.h.list_values.len() as u32));
     }
+    /// Records the application's own value of the last operation added.
+    pub fn app_value(&mut self, value: &str) {
+        let op = self.h.op_kind.len() as OpId - 1;
+        self.h.app_text.push_str(value);
+        self.h.app_values.push((op, self.h.app_text.len() as u32));
+    }
     /// Adds a list-append read: of the last element, or of the initial state when empty.
     pub fn list_read(&mut self, key: KeyId, values: &[u64]) {
         match values.last() {
@@ -137,6 +143,16 @@ impl HistoryBuilder {
         {
             let (_, a, _) = self.h.list_reads.pop().unwrap();
             self.h.list_values.truncate(a as usize);
+        }
+        while self
+            .h
+            .app_values
+            .last()
+            .is_some_and(|a| a.0 as usize >= keep)
+        {
+            self.h.app_values.pop();
+            let end = self.h.app_values.last().map_or(0, |a| a.1);
+            self.h.app_text.truncate(end as usize);
         }
         for i in keep..self.h.op_kind.len() {
             if self.h.op_kind[i] == OpKind::Write {

@@ -144,13 +144,31 @@ pub struct History {
     pub list_reads: Vec<(OpId, u32, u32)>,
     /// The lists of `list_reads`, one after another.
     pub list_values: Vec<u64>,
+    /// The application's own values, where the log has them (the collector's `k<id>|<value>`
+    /// payload, an untagged recording's value): `(op, end)` sorted by op, the value being
+    /// `app_text[previous end..end]`. Certificates show these instead of the ids or hashes
+    /// the checker works with; empty for formats without them.
+    pub app_values: Vec<(OpId, u32)>,
+    /// The text of `app_values`, one after another.
+    pub app_text: String,
     /// Each transaction's 1-based place in its session as the input had it, where that is not
     /// its place in `session_range` (a history with every transaction a session of its own);
     /// empty otherwise. Reports name long-id transactions by it.
     pub txn_pos: Vec<u32>,
-    /// Name every transaction by its id (`T<id>`), never by its place in its session: for
-    /// histories that hold only part of each session (an online round).
-    pub name_by_id: bool,
+}
+
+/// Longest application value a report shows whole, in characters.
+const SHOWN_APP_CHARS: usize = 40;
+
+/// An application value in quotes, control characters escaped (it cannot rewrite the
+/// terminal), cut to 40 characters with the rest counted.
+pub fn quote_app_value(a: &str) -> String {
+    let n = a.chars().count();
+    if n <= SHOWN_APP_CHARS {
+        return format!("{a:?}");
+    }
+    let cut: String = a.chars().take(SHOWN_APP_CHARS).collect();
+    format!("{cut:?}…(+{} chars)", n - SHOWN_APP_CHARS)
 }
 
 /// Ids below this name a transaction as `T<id>` (a person's own numbering); longer ones (a
@@ -237,6 +255,21 @@ impl History {
         let &(o, a, b) = self.list_reads.get(i)?;
         (o == op).then(|| &self.list_values[a as usize..b as usize])
     }
+    /// The application's own value for op `op`, if the log has it.
+    pub fn app_value(&self, op: OpId) -> Option<&str> {
+        let i = self.app_values.partition_point(|a| a.0 < op);
+        let &(o, end) = self.app_values.get(i)?;
+        let start = if i == 0 { 0 } else { self.app_values[i - 1].1 };
+        (o == op).then(|| &self.app_text[start as usize..end as usize])
+    }
+    /// Op `op`'s value as reports show it: the application's own value, quoted (escaped,
+    /// long ones cut), where the log has it; else the number the history holds.
+    pub fn value_text(&self, op: usize) -> String {
+        match self.app_value(op as OpId) {
+            Some(a) => quote_app_value(a),
+            None => self.op_value[op].to_string(),
+        }
+    }
     /// Whether some key is written with the same value more than once.
     pub fn has_duplicates(&self) -> bool {
         !self.dup_writes.is_empty()
@@ -257,7 +290,7 @@ impl History {
     /// [`SHORT_ID_LIMIT`]), else `<session>:<n>`, its n-th transaction in its session.
     pub fn display_txn(&self, t: TxnId) -> String {
         let ext = self.txn_ext[t as usize];
-        if ext < SHORT_ID_LIMIT || self.name_by_id {
+        if ext < SHORT_ID_LIMIT {
             return format!("T{ext}");
         }
         let s = self.session_of(t);
@@ -301,6 +334,7 @@ impl History {
         let m = self.num_ops();
         let mut b = n * (8 + 1 + 4 + 8 + 8) + m * (1 + 4 + 8);
         b += self.keys.iter().map(|k| k.len() + 24).sum::<usize>();
+        b += self.app_values.len() * 8 + self.app_text.len();
         if let Some(c) = &self.cobra {
             b += (c.value_hash.len() + c.read_writer.len()) * 8;
         }

@@ -25,6 +25,8 @@ pub struct TxnRecord {
     pub ops: Vec<(OpKind, KeyId, u64)>,
     /// (op index, list) of list-append reads (native logs).
     pub lists: Vec<(u32, Vec<u64>)>,
+    /// (op index, the application's own value) where the log has one (native logs).
+    pub app: Vec<(u32, String)>,
     /// Cobra: (value hash, named writer) per op; empty for native logs.
     pub claims: Vec<(u64, u64)>,
 }
