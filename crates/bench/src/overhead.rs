@@ -50,6 +50,9 @@ fn one(store: &str, c: usize, record: bool, a: &OverheadArgs) -> anyhow::Result<
         seed: 1,
         // Its own temporary directory, reused run after run.
         replace: true,
+        first_client: 0,
+        setup: true,
+        publish: None,
     };
     let r = krait_collector::run(backend.as_ref(), w.as_ref(), &cfg, &AtomicU64::new(0))?;
     let _ = std::fs::remove_dir_all(&dir);

@@ -11,7 +11,11 @@ pub(crate) fn load(
     path: &Path,
     format: Option<Format>,
 ) -> Result<krait_history::Loaded, InputError> {
-    let loaded = krait_history::load(path, format)?;
+    let loaded = if crate::stream::is_stream(path) {
+        crate::stream::read_all(path)?
+    } else {
+        krait_history::load(path, format)?
+    };
     for w in &loaded.warnings {
         eprintln!("warning: {w}");
     }

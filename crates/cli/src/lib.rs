@@ -18,3 +18,4 @@ mod lag;
 mod output;
 mod progress;
 mod report_dir;
+mod stream;

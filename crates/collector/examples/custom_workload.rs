@@ -65,6 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         fsync: false,
         seed: 1,
         replace: true,
+        first_client: 0,
+        setup: true,
+        publish: None,
     };
     let run = krait_collector::run(
         store.as_ref(),

@@ -191,8 +191,7 @@ impl RecSession {
         match self.open.as_mut() {
             Some((_, c)) if !*c => {
                 *c = true;
-                self.log.emit("]").map_err(io::Error::other)?;
-                self.log.sync().map_err(io::Error::other)
+                self.log.commit_point().map_err(io::Error::other)
             }
             _ => Ok(()),
         }

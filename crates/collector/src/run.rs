@@ -27,6 +27,15 @@ pub struct RunConfig {
     /// Replace the session logs an earlier run left in `out` (otherwise such a directory is
     /// refused: nothing of the user's is deleted unasked).
     pub replace: bool,
+    /// The first client's number: sessions are `c<first_client + i>`, and their transaction
+    /// and write ids are made from that number, so runs on several hosts with disjoint
+    /// ranges make one history.
+    pub first_client: usize,
+    /// Load the workload's initial rows first (off for every host but one, or all of them
+    /// once a `--txns 0` run has loaded them).
+    pub setup: bool,
+    /// Also publish each session's records to this stream.
+    pub publish: Option<std::sync::Arc<krait_transport::nats::Connection>>,
 }
 
 /// Holds a run's output directory: one run at a time writes a directory.
@@ -132,38 +141,44 @@ pub fn run(
             let _ = std::fs::remove_file(p);
         }
     }
-    backend.setup(&workload.initial())?;
+    if cfg.setup {
+        backend.setup(&workload.initial())?;
+    }
     let t0 = Instant::now();
     let results: Vec<Result<RunReport, StoreError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..cfg.clients)
             .map(|i| {
                 scope.spawn(move || -> Result<RunReport, StoreError> {
                     let n = cfg.txns / cfg.clients + usize::from(i < cfg.txns % cfg.clients);
+                    let g = cfg.first_client + i;
                     let log = match &cfg.out {
-                        Some(dir) => Some(
-                            Log::create(&dir.join(format!("c{i}.jsonl")), cfg.fsync).map_err(
-                                |e| {
+                        Some(dir) => {
+                            let mut log = Log::create(&dir.join(format!("c{g}.jsonl")), cfg.fsync)
+                                .map_err(|e| {
                                     StoreError::Fatal(format!(
-                                        "creating the log of session {i}: {e}"
+                                        "creating the log of session c{g}: {e}"
                                     ))
-                                },
-                            )?,
-                        ),
+                                })?;
+                            if let Some(c) = &cfg.publish {
+                                log.publish_to(Box::new(c.sink(&format!("c{g}"))));
+                            }
+                            Some(log)
+                        }
                         None => None,
                     };
                     // Many clients starting at once can find the database out of connections.
                     let store = crate::session::connect_with_backoff(&|| backend.connect())?;
                     let mut s = Session::new(
-                        i,
+                        g,
                         store,
                         log,
                         cfg.fence_every,
                         Box::new(move || backend.connect()),
                     );
-                    let mut rng = Rng::new(cfg.seed.wrapping_add(i as u64 * 7919));
+                    let mut rng = Rng::new(cfg.seed.wrapping_add(g as u64 * 7919));
                     let mut rep = RunReport::default();
                     for _ in 0..n {
-                        let (o, lat) = s.run(&mut |tx| workload.run_txn(i, &mut rng, tx))?;
+                        let (o, lat) = s.run(&mut |tx| workload.run_txn(g, &mut rng, tx))?;
                         match o {
                             TxnOutcome::Committed => rep.committed += 1,
                             TxnOutcome::Aborted(why) => {

@@ -10,6 +10,7 @@
 
 use crate::store::{Store, StoreError};
 use krait_history::NATIVE_FENCE_KEY;
+use krait_transport::{Kind, Sink, TransportError};
 use krait_workloads::{Tx, TxError};
 use std::fs::File;
 use std::io::Write;
@@ -84,11 +85,26 @@ pub(crate) fn encode(id: u64, value: &str) -> String {
     format!("k{id}|{value}")
 }
 
-/// One session's history log, written as the session goes.
+/// One session's history log, written as the session goes, and where its records are also
+/// published (`--publish`): the pending record just before COMMIT goes out, the final one
+/// with the outcome (see `krait_transport`).
 pub(crate) struct Log {
     file: File,
     fsync: bool,
     line: String,
+    publish: Option<Published>,
+}
+
+struct Published {
+    sink: Box<dyn Sink>,
+    /// The open transaction's record so far.
+    text: String,
+    /// The session's transactions begun so far.
+    n: u64,
+}
+
+fn published(e: TransportError) -> StoreError {
+    StoreError::Fatal(format!("publishing the history: {e}"))
 }
 
 impl Log {
@@ -97,18 +113,54 @@ impl Log {
             file: File::create(path)?,
             fsync,
             line: String::with_capacity(256),
+            publish: None,
         })
+    }
+    /// Publishes each transaction's records to `sink` too.
+    pub(crate) fn publish_to(&mut self, sink: Box<dyn Sink>) {
+        self.publish = Some(Published {
+            sink,
+            text: String::with_capacity(256),
+            n: 0,
+        });
     }
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {
         self.file
             .write_all(s.as_bytes())
-            .map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
+            .map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))?;
+        if let Some(p) = self.publish.as_mut() {
+            if p.text.is_empty() {
+                p.n += 1;
+            }
+            p.text.push_str(s);
+            // A record ends with its line: the outcome is known.
+            if s.ends_with('\n') {
+                let r = p.sink.publish(p.n, Kind::Final, p.text.trim_end());
+                p.text.clear();
+                r.map_err(published)?;
+            }
+        }
+        Ok(())
     }
     pub(crate) fn sync(&mut self) -> Result<(), StoreError> {
         if self.fsync {
             self.file
                 .sync_data()
                 .map_err(|e| StoreError::Fatal(format!("syncing the history log: {e}")))?;
+        }
+        Ok(())
+    }
+    /// The operations are complete and COMMIT is about to go out: closes the ops, makes them
+    /// durable (with fsync) and publishes the pending record, acknowledged before COMMIT is
+    /// sent, so a collector that dies now leaves a transaction of unknown outcome, not none.
+    pub(crate) fn commit_point(&mut self) -> Result<(), StoreError> {
+        self.emit("]")?;
+        self.sync()?;
+        if let Some(p) = self.publish.as_mut() {
+            let pending = format!("{},\"status\":\"unknown\"}}", p.text);
+            p.sink
+                .publish(p.n, Kind::Pending, &pending)
+                .map_err(published)?;
         }
         Ok(())
     }
@@ -336,10 +388,10 @@ impl<'a> Session<'a> {
             }
             Ok(()) => {
                 if let Some(log) = self.log.as_mut() {
-                    log.emit("]")?;
-                    // With --fsync the transaction's ops are on disk before COMMIT is sent: a
-                    // crash after the commit cannot lose a committed transaction's record.
-                    log.sync()?;
+                    // With --fsync the transaction's ops are on disk (and with --publish in
+                    // the stream) before COMMIT is sent: a crash after the commit cannot lose
+                    // a committed transaction's record.
+                    log.commit_point()?;
                     self.log_bytes += 1;
                 }
                 match self.store.commit() {

@@ -35,6 +35,9 @@ fn record(
         fsync: false,
         seed: 3,
         replace: false,
+        first_client: 0,
+        setup: true,
+        publish: None,
     };
     krait_collector::run(b.as_ref(), w, &cfg, &AtomicU64::new(0)).unwrap()
 }

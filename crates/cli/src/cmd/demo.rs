@@ -89,6 +89,9 @@ fn on_sqlite(txns: usize, out: Option<PathBuf>) -> anyhow::Result<ExitCode> {
         seed: 7,
         check: true,
         force: false,
+        publish: None,
+        first_client: 0,
+        no_setup: false,
         check_flags: crate::cmd::args::CheckFlags {
             timings: true,
             ..Default::default()

@@ -49,6 +49,21 @@ pub struct RunArgs {
     /// Replace the session logs an earlier run left in --out (refused otherwise).
     #[arg(long)]
     pub(crate) force: bool,
+    /// Also publish each session's records to a NATS JetStream stream (created if missing),
+    /// for `krait watch nats://…` on another host; each record is acknowledged before the
+    /// run goes on. The local logs in --out are written as well. E.g. --publish
+    /// nats://127.0.0.1:4222/KRAIT
+    #[arg(long, value_name = "nats://HOST:PORT/STREAM")]
+    pub(crate) publish: Option<String>,
+    /// The first client's number (sessions c<N>, c<N+1>, …): runs on several hosts into one
+    /// stream take disjoint ranges (e.g. host 2 of 4-client hosts: --first-client 8), so
+    /// session names and transaction ids stay unique.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) first_client: usize,
+    /// Do not load the workload's initial rows: another run (e.g. `--txns 0`) did, and this
+    /// one joins it.
+    #[arg(long)]
+    pub(crate) no_setup: bool,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -81,6 +96,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         fsync: a.fsync,
         seed: a.seed,
         replace: a.force,
+        first_client: a.first_client,
+        setup: !a.no_setup,
+        publish: match &a.publish {
+            None => None,
+            Some(_) if a.no_record => anyhow::bail!("--publish needs recording (not --no-record)"),
+            Some(url) => Some(krait_transport::nats::Connection::open(
+                &krait_transport::nats::Target::parse(url)?,
+            )?),
+        },
     };
     eprintln!(
         "running {} with {} clients on {}",

@@ -51,6 +51,42 @@ impl Keys for KeyAdapter<'_> {
     }
 }
 
+/// Where watch reads: logs in a directory, or a stream.
+enum Feed {
+    Files(Follower),
+    Stream(crate::stream::StreamFollower),
+}
+
+impl Feed {
+    fn poll(
+        &mut self,
+        keys: &mut dyn Keys,
+        w: &WatchArgs,
+    ) -> Result<krait_history::Polled, krait_history::InputError> {
+        match self {
+            Feed::Files(f) => f.poll(keys),
+            // A short wait: the loop sleeps --interval between polls anyway.
+            Feed::Stream(s) => s.poll(keys, w.interval.min(Duration::from_millis(50))),
+        }
+    }
+    fn finish(
+        &mut self,
+        keys: &mut dyn Keys,
+    ) -> Result<(krait_history::Polled, Vec<String>), krait_history::InputError> {
+        match self {
+            Feed::Files(f) => f.finish(keys),
+            Feed::Stream(s) => Ok((s.finish(keys)?, Vec::new())),
+        }
+    }
+    /// Sources known to exist that have given no transaction yet (collection waits for them).
+    fn silent(&self) -> usize {
+        match self {
+            Feed::Files(f) => f.silent_files(),
+            Feed::Stream(_) => 0,
+        }
+    }
+}
+
 /// Waits for `path` to appear, so that watch can be started before the clients that create
 /// it; with `--idle-exit`, for that long at most.
 fn wait_for(path: &std::path::Path, w: &WatchArgs) -> anyhow::Result<()> {
@@ -90,8 +126,12 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(Format::Cobra) => Some(StreamFormat::Cobra),
         Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
     };
-    wait_for(&a.path, w)?;
-    let mut follower = Follower::new(&a.path, fmt)?;
+    let mut follower = if crate::stream::is_stream(&a.path) {
+        Feed::Stream(crate::stream::StreamFollower::new(&a.path)?)
+    } else {
+        wait_for(&a.path, w)?;
+        Feed::Files(Follower::new(&a.path, fmt)?)
+    };
     let mut on = Online::new(OnlineOptions {
         // In watch, --round-size caps a round like --max-round.
         max_admit: a.round_size.unwrap_or(w.max_round).max(1),
@@ -100,7 +140,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         ..online::options(a)
     });
     on.min_sessions = w.sessions;
-    on.set_cobra_claims(follower.format == StreamFormat::Cobra);
+    on.set_cobra_claims(matches!(&follower, Feed::Files(f) if f.format == StreamFormat::Cobra));
     let mut out = Printer::new(a.json, true);
     let t0 = Instant::now();
     // When the last growth of the logs had been checked: the logs count as idle only when a
@@ -123,7 +163,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     }
     loop {
         let poll_time = Instant::now();
-        let mut polled = follower.poll(&mut KeyAdapter(&mut on))?;
+        let mut polled = follower.poll(&mut KeyAdapter(&mut on), w)?;
         let grew = polled.grew;
         let ending = !grew
             && w.idle_exit
@@ -146,7 +186,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 on.push(t)?;
             }
             on.next_sweep(polled.provisional.into_iter().collect());
-            on.hold_gc = follower.silent_files() > 0;
+            on.hold_gc = follower.silent() > 0;
             // A backlog takes several rounds.
             while let Some(st) = on.round()? {
                 out.lag(&mut on);

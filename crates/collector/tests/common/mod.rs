@@ -129,6 +129,9 @@ pub fn blindw_run(
         fsync: false,
         seed,
         replace: false,
+        first_client: 0,
+        setup: true,
+        publish: None,
     };
     let w = krait_workloads::BlindWKv {
         keys,

@@ -340,8 +340,9 @@ pub(crate) fn repair(text: &str) -> Option<Repair> {
     valid(&fixed).then_some(Repair::Fixed(fixed, status))
 }
 
-/// One complete line of a log being followed.
-pub(crate) fn parse_stream_line(
+/// One complete record of a log being followed (a line of a file, a message of a stream):
+/// keys interned by `keys`, the session numbered by `session`.
+pub fn parse_stream_line(
     text: &str,
     path: &Path,
     at: Location,

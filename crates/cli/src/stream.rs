@@ -1,0 +1,160 @@
+//! Histories in a NATS JetStream stream (`nats://HOST:PORT/STREAM`): read whole for `check`
+//! and `convert`, or followed for `watch` with the same records, admission and rounds as logs
+//! in a directory.
+
+use krait_history::{Format, InputError, Keys, Loaded, Location, Polled, TxnRecord};
+use krait_transport::nats::{Connection, Target};
+use krait_transport::{Assembler, Source};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Whether a history argument names a stream rather than a path.
+pub(crate) fn is_stream(path: &Path) -> bool {
+    path.to_str().is_some_and(Target::is_nats)
+}
+
+fn input_error(path: &Path, e: impl std::fmt::Display) -> InputError {
+    InputError::new(path, Location::Nowhere, e.to_string())
+}
+
+fn open(path: &Path) -> Result<krait_transport::nats::NatsSource, InputError> {
+    let url = path.to_str().unwrap_or_default();
+    let target = Target::parse(url).map_err(|e| input_error(path, e))?;
+    let conn = Connection::open(&target).map_err(|e| input_error(path, e))?;
+    conn.source().map_err(|e| input_error(path, e))
+}
+
+/// Everything the stream holds now, as one history: pending records whose outcome never
+/// arrived are transactions of unknown outcome.
+pub(crate) fn read_all(path: &Path) -> Result<Loaded, InputError> {
+    let mut src = open(path)?;
+    let mut asm = Assembler::default();
+    let mut lines = Vec::new();
+    loop {
+        let got = src
+            .poll(Duration::from_millis(200), 100_000)
+            .map_err(|e| input_error(path, e))?;
+        let none = got.is_empty();
+        for r in got {
+            asm.push(r, &mut lines);
+        }
+        if none && src.caught_up().map_err(|e| input_error(path, e))? {
+            break;
+        }
+    }
+    asm.finish(&mut lines);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let mut l = krait_history::read_jsonl(text.as_bytes(), path)?;
+    l.format = Format::Jsonl;
+    Ok(l)
+}
+
+/// A stream followed as it grows.
+pub(crate) struct StreamFollower {
+    path: std::path::PathBuf,
+    src: krait_transport::nats::NatsSource,
+    asm: Assembler,
+    sessions: HashMap<String, u32>,
+    /// Records read so far (a record's place, for error messages).
+    records: u64,
+}
+
+impl StreamFollower {
+    pub(crate) fn new(path: &Path) -> Result<StreamFollower, InputError> {
+        Ok(StreamFollower {
+            path: path.to_path_buf(),
+            src: open(path)?,
+            asm: Assembler::default(),
+            sessions: HashMap::new(),
+            records: 0,
+        })
+    }
+
+    fn parse(
+        &mut self,
+        text: &str,
+        keys: &mut dyn Keys,
+        new_sessions: &mut Vec<String>,
+    ) -> Result<TxnRecord, InputError> {
+        self.records += 1;
+        let sessions = &mut self.sessions;
+        let mut number = |name: &str| -> u32 {
+            let n = sessions.len() as u32;
+            *sessions.entry(name.to_string()).or_insert_with(|| {
+                new_sessions.push(name.to_string());
+                n
+            })
+        };
+        krait_history::parse_jsonl_record(
+            text,
+            &self.path,
+            Location::Line(self.records),
+            keys,
+            &mut number,
+        )
+    }
+
+    fn polled(
+        &mut self,
+        lines: Vec<String>,
+        grew: bool,
+        keys: &mut dyn Keys,
+    ) -> Result<Polled, InputError> {
+        let mut out = Polled {
+            txns: Vec::with_capacity(lines.len()),
+            provisional: Vec::new(),
+            new_sessions: Vec::new(),
+            grew,
+        };
+        for l in &lines {
+            let t = self.parse(l, keys, &mut out.new_sessions)?;
+            out.txns.push(t);
+        }
+        // Writes of transactions whose COMMIT went out: others may read them already.
+        let pending: Vec<String> = self.asm.pending().map(str::to_string).collect();
+        for p in pending {
+            let t = self.parse(&p, keys, &mut out.new_sessions)?;
+            // Read again when it completes: its place is that one.
+            self.records -= 1;
+            out.provisional.extend(
+                t.ops
+                    .iter()
+                    .filter(|o| o.0 == krait_history::OpKind::Write)
+                    .map(|o| (o.1, o.2)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The transactions completed since the last poll (waiting up to `wait` for the first).
+    pub(crate) fn poll(
+        &mut self,
+        keys: &mut dyn Keys,
+        wait: Duration,
+    ) -> Result<Polled, InputError> {
+        let got = self
+            .src
+            .poll(wait, 200_000)
+            .map_err(|e| input_error(&self.path, e))?;
+        let grew = !got.is_empty();
+        let mut lines = Vec::new();
+        for r in got {
+            self.asm.push(r, &mut lines);
+        }
+        self.polled(lines, grew, keys)
+    }
+
+    /// The stream is taken as ended: pending records are transactions of unknown outcome.
+    pub(crate) fn finish(&mut self, keys: &mut dyn Keys) -> Result<Polled, InputError> {
+        let mut p = self.poll(keys, Duration::from_millis(50))?;
+        let mut lines = Vec::new();
+        self.asm.finish(&mut lines);
+        let rest = self.polled(lines, false, keys)?;
+        p.txns.extend(rest.txns);
+        p.new_sessions.extend(rest.new_sessions);
+        p.provisional.clear();
+        Ok(p)
+    }
+}

@@ -1,0 +1,362 @@
+//! NATS JetStream: one stream per history (`nats://HOST:PORT/STREAM`), one subject per session
+//! (`STREAM.<session>`), a message id per record (`<session>.<n>.p|f`), so the server drops a
+//! record published twice. Publishing waits for the server's acknowledgement and retries, with
+//! the same id, while the server is unreachable (a restart); reading uses an ordered consumer
+//! from the stream's first record.
+
+use crate::{Kind, Record, Sink, Source, TransportError};
+use async_nats::jetstream::{self, consumer::pull, stream};
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a record is remembered for dropping a republished copy.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+/// How long a publish keeps retrying while the server is unreachable.
+const RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// A stream on a NATS server, from `nats://HOST[:PORT]/STREAM`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// `HOST:PORT` (port 4222 when the address has none).
+    pub server: String,
+    /// The JetStream stream's name.
+    pub stream: String,
+}
+
+impl Target {
+    /// Whether `s` names a NATS stream (so callers pick this transport rather than a path).
+    pub fn is_nats(s: &str) -> bool {
+        s.starts_with("nats://")
+    }
+
+    /// Parses `nats://HOST[:PORT]/STREAM`.
+    pub fn parse(s: &str) -> Result<Target, TransportError> {
+        let bad = |why: &str| {
+            TransportError::BadAddress(format!(
+                "{s:?}: {why} (expected nats://HOST[:PORT]/STREAM, e.g. nats://127.0.0.1:4222/KRAIT)"
+            ))
+        };
+        let rest = s
+            .strip_prefix("nats://")
+            .ok_or_else(|| bad("not a nats:// address"))?;
+        let (host, stream) = rest.split_once('/').ok_or_else(|| bad("no stream name"))?;
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        let ok = !stream.is_empty()
+            && stream
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !ok {
+            return Err(bad("a stream name is letters, digits, '-' and '_'"));
+        }
+        let server = if host.contains(':') {
+            host.to_string()
+        } else {
+            format!("{host}:4222")
+        };
+        Ok(Target {
+            server,
+            stream: stream.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nats://{}/{}", self.server, self.stream)
+    }
+}
+
+fn unavailable(t: &Target, what: &str, e: impl std::fmt::Display) -> TransportError {
+    TransportError::Unavailable(format!("{t}: {what}: {e}"))
+}
+
+/// A subject-safe token for a session name: the name itself when it is letters, digits, `-`
+/// and `_`, else its bytes in hex; the prefix keeps the two kinds apart.
+fn session_token(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        format!("s-{name}")
+    } else {
+        let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+        format!("h-{hex}")
+    }
+}
+
+/// A connection to one stream, shared by a process's sessions.
+pub struct Connection {
+    target: Target,
+    rt: tokio::runtime::Runtime,
+    js: jetstream::Context,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Connection({})", self.target)
+    }
+}
+
+impl Connection {
+    /// Connects to the server and makes sure the stream exists (created, file-backed, with
+    /// the subjects `STREAM.>`, if it does not).
+    pub fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| unavailable(target, "starting the client", e))?;
+        let js = rt.block_on(async {
+            let client = async_nats::ConnectOptions::new()
+                .connection_timeout(Duration::from_secs(5))
+                .connect(target.server.as_str())
+                .await
+                .map_err(|e| unavailable(target, "connecting", e))?;
+            let js = jetstream::new(client);
+            js.get_or_create_stream(stream::Config {
+                name: target.stream.clone(),
+                subjects: vec![format!("{}.>", target.stream)],
+                storage: stream::StorageType::File,
+                duplicate_window: DUPLICATE_WINDOW,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| {
+                unavailable(
+                    target,
+                    "creating the stream (is JetStream enabled, nats-server -js?)",
+                    e,
+                )
+            })?;
+            Ok::<_, TransportError>(js)
+        })?;
+        Ok(Arc::new(Connection {
+            target: target.clone(),
+            rt,
+            js,
+        }))
+    }
+
+    /// The stream it publishes to.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// A sink for session `name`'s records.
+    pub fn sink(self: &Arc<Self>, name: &str) -> NatsSink {
+        let token = session_token(name);
+        NatsSink {
+            subject: format!("{}.{token}", self.target.stream),
+            token,
+            conn: self.clone(),
+        }
+    }
+
+    /// Deletes the stream and everything in it (tests; `krait` never deletes a stream).
+    pub fn delete_stream(&self) -> Result<(), TransportError> {
+        self.rt
+            .block_on(self.js.delete_stream(&self.target.stream))
+            .map(|_| ())
+            .map_err(|e| unavailable(&self.target, "deleting the stream", e))
+    }
+
+    /// Records stored in the stream.
+    pub fn stored(&self) -> Result<u64, TransportError> {
+        self.rt
+            .block_on(async {
+                let mut s = self.js.get_stream(&self.target.stream).await?;
+                Ok::<_, async_nats::Error>(s.info().await?.state.messages)
+            })
+            .map_err(|e| unavailable(&self.target, "reading the stream's state", e))
+    }
+
+    /// The stream's records from the first, in order.
+    pub fn source(self: &Arc<Self>) -> Result<NatsSource, TransportError> {
+        let t = &self.target;
+        let messages = self.rt.block_on(async {
+            let s = self
+                .js
+                .get_stream(&t.stream)
+                .await
+                .map_err(|e| unavailable(t, "opening the stream", e))?;
+            let c = s
+                .create_consumer(pull::OrderedConfig {
+                    deliver_policy: jetstream::consumer::DeliverPolicy::All,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| unavailable(t, "creating a consumer", e))?;
+            c.messages()
+                .await
+                .map_err(|e| unavailable(t, "reading the stream", e))
+        })?;
+        Ok(NatsSource {
+            conn: self.clone(),
+            messages,
+            seen: 0,
+        })
+    }
+}
+
+/// One session's records, published to `STREAM.<session>`.
+pub struct NatsSink {
+    conn: Arc<Connection>,
+    subject: String,
+    token: String,
+}
+
+impl Sink for NatsSink {
+    fn publish(&mut self, n: u64, kind: Kind, record: &str) -> Result<(), TransportError> {
+        let k = match kind {
+            Kind::Pending => 'p',
+            Kind::Final => 'f',
+        };
+        let id = format!("{}.{n}.{k}", self.token);
+        let c = &self.conn;
+        let t0 = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let msg = jetstream::message::PublishMessage::build()
+                .payload(record.to_string().into())
+                .message_id(&id);
+            let r = c.rt.block_on(async {
+                let ack = c.js.send_publish(self.subject.clone(), msg).await?;
+                ack.await.map_err(async_nats::Error::from)
+            });
+            match r {
+                Ok(_) => return Ok(()),
+                // Unreachable or restarting: the same id again, so a copy the server did
+                // store before the acknowledgement was lost is dropped.
+                Err(e) if t0.elapsed() < RETRY_FOR => {
+                    let _ = e;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => {
+                    return Err(unavailable(
+                        &c.target,
+                        &format!("publishing {id} (retried for {} s)", RETRY_FOR.as_secs()),
+                        e,
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// The stream's records, as an ordered consumer delivers them.
+pub struct NatsSource {
+    conn: Arc<Connection>,
+    messages: pull::Ordered,
+    /// The stream sequence of the last record returned.
+    seen: u64,
+}
+
+impl NatsSource {
+    fn record(&self, m: &jetstream::Message) -> Result<Record, TransportError> {
+        let t = &self.conn.target;
+        let id = m
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Nats-Msg-Id"))
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let bad = || {
+            TransportError::Unavailable(format!(
+                "{t}: record {:?} on {} has no krait message id <session>.<n>.p|f",
+                String::from_utf8_lossy(&m.payload),
+                m.subject
+            ))
+        };
+        let (rest, k) = id.rsplit_once('.').ok_or_else(bad)?;
+        let (session, n) = rest.rsplit_once('.').ok_or_else(bad)?;
+        let kind = match k {
+            "p" => Kind::Pending,
+            "f" => Kind::Final,
+            _ => return Err(bad()),
+        };
+        let text = String::from_utf8(m.payload.to_vec()).map_err(|_| bad())?;
+        Ok(Record {
+            session: session.to_string(),
+            n: n.parse().map_err(|_| bad())?,
+            kind,
+            text,
+        })
+    }
+}
+
+impl Source for NatsSource {
+    fn poll(&mut self, wait: Duration, max: usize) -> Result<Vec<Record>, TransportError> {
+        let mut out = Vec::new();
+        let deadline = tokio::time::Instant::now() + wait;
+        while out.len() < max {
+            let conn = self.conn.clone();
+            let messages = &mut self.messages;
+            let next = conn
+                .rt
+                .block_on(async { tokio::time::timeout_at(deadline, messages.next()).await });
+            let m = match next {
+                Err(_) | Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(unavailable(&conn.target, "reading", e)),
+                Ok(Some(Ok(m))) => m,
+            };
+            if let Ok(info) = m.info() {
+                self.seen = info.stream_sequence;
+            }
+            out.push(self.record(&m)?);
+        }
+        Ok(out)
+    }
+
+    fn caught_up(&mut self) -> Result<bool, TransportError> {
+        let c = &self.conn;
+        let last =
+            c.rt.block_on(async {
+                let mut s = c.js.get_stream(&c.target.stream).await?;
+                Ok::<_, async_nats::Error>(s.info().await?.state.last_sequence)
+            })
+            .map_err(|e| unavailable(&c.target, "reading the stream's state", e))?;
+        Ok(self.seen >= last)
+    }
+
+    fn name(&self) -> String {
+        self.conn.target.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_or_say_what_is_wrong() {
+        assert_eq!(
+            Target::parse("nats://127.0.0.1:4222/KRAIT").unwrap(),
+            Target {
+                server: "127.0.0.1:4222".into(),
+                stream: "KRAIT".into()
+            }
+        );
+        assert_eq!(Target::parse("nats://h/S").unwrap().server, "h:4222");
+        for bad in [
+            "nats://h",
+            "nats:///S",
+            "nats://h/a.b",
+            "http://h/S",
+            "nats://h/",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn session_tokens_are_subject_safe_and_distinct() {
+        assert_eq!(session_token("c1"), "s-c1");
+        assert_eq!(session_token("a.b"), "h-612e62");
+        assert_ne!(session_token("h-612e62"), session_token("a.b"));
+    }
+}
