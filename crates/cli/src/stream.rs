@@ -158,3 +158,43 @@ impl StreamFollower {
         Ok(p)
     }
 }
+
+/// Publishes a whole history to a stream, each session's transactions in order as final
+/// records, `publishers` sessions at a time (a replay of finished logs: `krait convert H
+/// nats://…`).
+pub(crate) fn publish(
+    h: &krait_history::History,
+    url: &str,
+    publishers: usize,
+) -> anyhow::Result<u64> {
+    use krait_transport::{Kind, Sink};
+    let conn = Connection::open(&Target::parse(url)?)?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let sent = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|sc| -> anyhow::Result<()> {
+        let workers: Vec<_> = (0..publishers.max(1))
+            .map(|_| {
+                sc.spawn(|| -> anyhow::Result<()> {
+                    loop {
+                        let s = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if s >= h.num_sessions() {
+                            return Ok(());
+                        }
+                        let mut sink = conn.sink(&h.session_names[s]);
+                        let mut n = 0;
+                        krait_history::for_each_jsonl_line(h, s, |line| {
+                            n += 1;
+                            sink.publish(n, Kind::Final, line.trim_end())
+                        })?;
+                        sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("a publisher panicked")?;
+        }
+        Ok(())
+    })?;
+    Ok(sent.into_inner())
+}

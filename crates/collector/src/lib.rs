@@ -20,6 +20,7 @@ mod store;
 
 pub use adapters::{RecError, Rows, Table};
 pub use connect::backend;
+pub use krait_transport as transport;
 pub use proxy::{serve as serve_proxy, ProxyConfig, ProxyReport};
 pub use recorder::{RecSession, RecTxn, Recorder};
 pub use run::{run, RunConfig, RunReport};

@@ -29,6 +29,7 @@ pub struct Recorder {
     fsync: bool,
     sessions: Mutex<HashSet<String>>,
     next: AtomicU64,
+    publish: Option<std::sync::Arc<krait_transport::nats::Connection>>,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -59,6 +60,7 @@ impl Recorder {
             fsync: false,
             sessions: Mutex::new(HashSet::new()),
             next: AtomicU64::new(0),
+            publish: None,
         })
     }
 
@@ -66,6 +68,15 @@ impl Recorder {
     /// after (survives a machine crash, not only a process crash; slower).
     pub fn fsync(mut self, on: bool) -> Recorder {
         self.fsync = on;
+        self
+    }
+
+    /// Also publish every session's records to a NATS JetStream stream (see
+    /// `krait_transport`): the pending record is acknowledged before [`RecTxn::committing`]
+    /// returns, the final one before the outcome call returns. `krait watch nats://…` on
+    /// another host checks them as they arrive.
+    pub fn publish(mut self, conn: std::sync::Arc<krait_transport::nats::Connection>) -> Recorder {
+        self.publish = Some(conn);
         self
     }
 
@@ -92,7 +103,10 @@ impl Recorder {
             return Err(invalid(format!("session {name:?} exists already")));
         }
         let index = self.next.fetch_add(1, Ordering::Relaxed);
-        let log = Log::create(&self.dir.join(format!("{name}.jsonl")), self.fsync)?;
+        let mut log = Log::create(&self.dir.join(format!("{name}.jsonl")), self.fsync)?;
+        if let Some(c) = &self.publish {
+            log.publish_to(Box::new(c.sink(name)));
+        }
         Ok(RecSession {
             name: name.to_string(),
             log,

@@ -291,23 +291,30 @@ impl NatsSource {
 
 impl Source for NatsSource {
     fn poll(&mut self, wait: Duration, max: usize) -> Result<Vec<Record>, TransportError> {
-        let mut out = Vec::new();
-        let deadline = tokio::time::Instant::now() + wait;
-        while out.len() < max {
-            let conn = self.conn.clone();
-            let messages = &mut self.messages;
-            let next = conn
-                .rt
-                .block_on(async { tokio::time::timeout_at(deadline, messages.next()).await });
-            let m = match next {
-                Err(_) | Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(unavailable(&conn.target, "reading", e)),
-                Ok(Some(Ok(m))) => m,
-            };
+        let conn = self.conn.clone();
+        let messages = &mut self.messages;
+        // One trip into the runtime per poll: up to `wait` for the first record, then what
+        // keeps arriving without a pause (a backlog comes in one poll).
+        let got = conn.rt.block_on(async {
+            let mut got = Vec::new();
+            let mut deadline = tokio::time::Instant::now() + wait;
+            while got.len() < max {
+                match tokio::time::timeout_at(deadline, messages.next()).await {
+                    Err(_) | Ok(None) => break,
+                    Ok(Some(Err(e))) => return Err(e),
+                    Ok(Some(Ok(m))) => got.push(m),
+                }
+                deadline = tokio::time::Instant::now() + Duration::from_millis(5);
+            }
+            Ok(got)
+        });
+        let got = got.map_err(|e| unavailable(&conn.target, "reading", e))?;
+        let mut out = Vec::with_capacity(got.len());
+        for m in &got {
             if let Ok(info) = m.info() {
                 self.seen = info.stream_sequence;
             }
-            out.push(self.record(&m)?);
+            out.push(self.record(m)?);
         }
         Ok(out)
     }

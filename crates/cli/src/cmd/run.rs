@@ -55,7 +55,7 @@ pub struct RunArgs {
     /// nats://127.0.0.1:4222/KRAIT
     #[arg(long, value_name = "nats://HOST:PORT/STREAM")]
     pub(crate) publish: Option<String>,
-    /// The first client's number (sessions c<N>, c<N+1>, …): runs on several hosts into one
+    /// The first client's number (sessions `c<N>`, `c<N+1>`, …): runs on several hosts into one
     /// stream take disjoint ranges (e.g. host 2 of 4-client hosts: --first-client 8), so
     /// session names and transaction ids stay unique.
     #[arg(long, default_value_t = 0)]

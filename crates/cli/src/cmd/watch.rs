@@ -54,7 +54,7 @@ impl Keys for KeyAdapter<'_> {
 /// Where watch reads: logs in a directory, or a stream.
 enum Feed {
     Files(Follower),
-    Stream(crate::stream::StreamFollower),
+    Stream(Box<crate::stream::StreamFollower>),
 }
 
 impl Feed {
@@ -127,7 +127,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
     };
     let mut follower = if crate::stream::is_stream(&a.path) {
-        Feed::Stream(crate::stream::StreamFollower::new(&a.path)?)
+        Feed::Stream(Box::new(crate::stream::StreamFollower::new(&a.path)?))
     } else {
         wait_for(&a.path, w)?;
         Feed::Files(Follower::new(&a.path, fmt)?)

@@ -1,0 +1,411 @@
+//! Histories over NATS JetStream, end to end through the `krait` binary: collector processes
+//! publish (`krait run --publish`), `krait watch nats://…` verifies while they run, and
+//! `krait check nats://…` reads the stream whole. What the stream delivers is compared with
+//! the collectors' own local logs: nothing lost, nothing twice — also when the NATS server
+//! restarts mid-run and when a collector is killed for good.
+//!
+//! Needs `KRAIT_NATS_URL` (nats://HOST:PORT with JetStream; `.ci/run` sets it) and, for the
+//! database runs, `KRAIT_PG_URL`; the restart test starts its own `nats-server` (on PATH or
+//! /usr/sbin). Each test uses a stream of its own and deletes it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn krait() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_krait"))
+}
+
+fn skip(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {msg}");
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("krait-nats-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A stream of the test's own on the server `KRAIT_NATS_URL` names; deleted when dropped.
+struct Stream {
+    url: String,
+}
+
+impl Stream {
+    fn new(server: &str, tag: &str) -> Stream {
+        let url = format!(
+            "{}/KRAIT_TEST_{tag}_{}",
+            server.trim_end_matches('/'),
+            std::process::id()
+        );
+        let s = Stream { url };
+        s.delete();
+        s
+    }
+    fn from_env(tag: &str) -> Option<Stream> {
+        match std::env::var("KRAIT_NATS_URL") {
+            Ok(server) => Some(Stream::new(&server, tag)),
+            Err(_) => {
+                skip("KRAIT_NATS_URL is not set");
+                None
+            }
+        }
+    }
+    fn delete(&self) {
+        use krait_transport::nats::{Connection, Target};
+        if let Ok(c) = Connection::open(&Target::parse(&self.url).unwrap()) {
+            let _ = c.delete_stream();
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
+/// A PostgreSQL database of the test's own, dropped at the end.
+struct Db {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl Db {
+    fn new(tag: &str) -> Option<Db> {
+        let Ok(admin) = std::env::var("KRAIT_PG_URL") else {
+            skip("KRAIT_PG_URL is not set");
+            return None;
+        };
+        let name = format!("krait_nats_{tag}_{}", std::process::id());
+        let base = admin
+            .rsplit_once('/')
+            .map_or(admin.clone(), |(b, _)| b.to_string());
+        let db = Db {
+            url: format!("{base}/{name}"),
+            admin,
+            name,
+        };
+        db.exec(&format!("DROP DATABASE IF EXISTS {}", db.name));
+        db.exec(&format!("CREATE DATABASE {}", db.name));
+        Some(db)
+    }
+    fn exec(&self, sql: &str) {
+        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
+        c.batch_execute(sql).unwrap();
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
+    }
+}
+
+/// `krait check H --json`: (exit code, the report).
+fn check(h: &str) -> (i32, serde_json::Value) {
+    let out = krait().args(["check", h, "--json"]).output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "check {h}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), v)
+}
+
+/// Copies every session log of `dirs` into one directory: the whole history as the
+/// collectors wrote it locally.
+fn merged(dirs: &[PathBuf], into: &Path) -> String {
+    for d in dirs {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "jsonl") {
+                std::fs::copy(e.path(), into.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    into.display().to_string()
+}
+
+fn run_args(store: &str, stream: &str, out: &Path) -> Vec<String> {
+    [
+        "run",
+        "--store",
+        store,
+        "--publish",
+        stream,
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn wait_ok(c: Child, what: &str) {
+    let out = c.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn eight_collector_processes_publish_one_history_that_watch_verifies_exactly_once() {
+    let (Some(stream), Some(db)) = (Stream::from_env("eight"), Db::new("eight")) else {
+        return;
+    };
+    let root = tmp("eight");
+    // One process loads the initial rows; the eight join it.
+    let setup = krait()
+        .args([
+            "run",
+            "--store",
+            &db.url,
+            "--workload",
+            "twitter",
+            "--txns",
+            "0",
+        ])
+        .arg("--out")
+        .arg(root.join("setup"))
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let watch = krait()
+        .args([
+            "watch",
+            &stream.url,
+            "--sessions",
+            "16",
+            "--idle-exit",
+            "5s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dirs: Vec<PathBuf> = (0..8).map(|k| root.join(format!("host{k}"))).collect();
+    let hosts: Vec<Child> = dirs
+        .iter()
+        .enumerate()
+        .map(|(k, d)| {
+            krait()
+                .args(run_args(&db.url, &stream.url, d))
+                .args(["--workload", "twitter", "--clients", "2", "--txns", "2500"])
+                .args(["--no-setup", "--first-client", &(2 * k).to_string()])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (k, h) in hosts.into_iter().enumerate() {
+        wait_ok(h, &format!("host {k}"));
+    }
+    let out = watch.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["verdict"], "ACCEPT", "{last}");
+
+    // The stream holds exactly what the collectors logged locally.
+    let (code, local) = check(&merged(&dirs, &tmp("eight-merged")));
+    assert_eq!(code, 0, "{local}");
+    let (code, streamed) = check(&stream.url);
+    assert_eq!(code, 0, "{streamed}");
+    assert_eq!(streamed["history"], local["history"]);
+    assert!(
+        local["history"]["committed"].as_u64().unwrap() > 15_000,
+        "{local}"
+    );
+    // ... and watch checked every one of those transactions, once.
+    assert_eq!(last["history"]["txns"], local["history"]["txns"], "{last}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn lost_updates_at_read_committed_are_caught_through_the_stream() {
+    let (Some(stream), Some(db)) = (Stream::from_env("lost"), Db::new("lost")) else {
+        return;
+    };
+    let dir = tmp("lost");
+    let run = krait()
+        .args(run_args(&db.url, &stream.url, &dir.join("h")))
+        .args(["--workload", "lost-update", "--isolation", "read-committed"])
+        .args(["--clients", "4", "--txns", "400"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = krait()
+        .args([
+            "watch",
+            &stream.url,
+            "--sessions",
+            "4",
+            "--idle-exit",
+            "2s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["verdict"], "REJECT", "{last}");
+    assert!(!last["cycle"].as_array().unwrap().is_empty(), "{last}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn nats_server() -> Option<PathBuf> {
+    [
+        "/usr/sbin/nats-server",
+        "/usr/bin/nats-server",
+        "/usr/local/bin/nats-server",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_server(bin: &Path, port: u16, store: &Path) -> Child {
+    let c = Command::new(bin)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+        .arg(store)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c
+}
+
+fn stop(c: &mut Child, signal: i32) {
+    unsafe { libc::kill(c.id() as i32, signal) };
+    let _ = c.wait();
+}
+
+#[test]
+fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
+    let Some(bin) = nats_server() else {
+        skip("no nats-server (apt-get install nats-server)");
+        return;
+    };
+    let dir = tmp("restart");
+    let port = free_port();
+    let mut server = start_server(&bin, port, &dir.join("js"));
+    let stream = Stream::new(&format!("nats://127.0.0.1:{port}"), "restart");
+    let sqlite = format!("sqlite:{}", dir.join("db.sqlite").display());
+    let mut run = krait()
+        .args(run_args(&sqlite, &stream.url, &dir.join("h")))
+        .args([
+            "--workload",
+            "blindw-rw",
+            "--clients",
+            "4",
+            "--txns",
+            "4000",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "the run ended before the restart"
+    );
+    // Stopped mid-run and back a second later, on the same store: publishers retry.
+    stop(&mut server, libc::SIGTERM);
+    std::thread::sleep(Duration::from_secs(1));
+    let mut server = start_server(&bin, port, &dir.join("js"));
+    wait_ok(run, "the run across the restart");
+    let (code, local) = check(dir.join("h").to_str().unwrap());
+    assert_eq!(code, 0, "{local}");
+    let (code, streamed) = check(&stream.url);
+    assert_eq!(code, 0, "{streamed}");
+    assert_eq!(streamed["history"], local["history"]);
+    drop(stream);
+    stop(&mut server, libc::SIGTERM);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_collector_killed_for_good_leaves_at_most_an_unknown_outcome() {
+    let Some(stream) = Stream::from_env("killed") else {
+        return;
+    };
+    let dir = tmp("killed");
+    let sqlite = format!("sqlite:{}", dir.join("db.sqlite").display());
+    let mut run = krait()
+        .args(run_args(&sqlite, &stream.url, &dir.join("h")))
+        .args([
+            "--workload",
+            "blindw-rw",
+            "--clients",
+            "4",
+            "--txns",
+            "100000",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    stop(&mut run, libc::SIGKILL);
+    // The stream says no more than the database may have done: accepted, in rounds too.
+    let (code, streamed) = check(&stream.url);
+    assert_eq!(code, 0, "{streamed}");
+    assert!(
+        streamed["history"]["committed"].as_u64().unwrap() > 0,
+        "{streamed}"
+    );
+    let out = krait()
+        .args([
+            "watch",
+            &stream.url,
+            "--sessions",
+            "4",
+            "--idle-exit",
+            "1s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["history"]["txns"], streamed["history"]["txns"],
+        "{last}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
