@@ -59,6 +59,22 @@ pub(crate) struct StreamFollower {
     sessions: HashMap<String, u32>,
     /// Records read so far (a record's place, for error messages).
     records: u64,
+    /// Per session (as the log names it): its name in its records and when it last sent one.
+    seen: HashMap<String, (String, std::time::Instant)>,
+    /// Sessions given up on as lost.
+    lost: std::collections::HashSet<String>,
+    /// When any record last arrived.
+    last_any: Option<std::time::Instant>,
+    /// Sessions numbered outside a poll (a lost one's pending record), for the next poll to
+    /// announce: the caller's numbering follows the announcements.
+    unannounced: Vec<String>,
+}
+
+/// A session given up on: its name and its pending transaction, now of unknown outcome.
+pub(crate) struct Lost {
+    pub(crate) name: String,
+    pub(crate) silent: Duration,
+    pub(crate) pending: Option<TxnRecord>,
 }
 
 impl StreamFollower {
@@ -69,6 +85,10 @@ impl StreamFollower {
             asm: Assembler::default(),
             sessions: HashMap::new(),
             records: 0,
+            seen: HashMap::new(),
+            lost: Default::default(),
+            last_any: None,
+            unannounced: Vec::new(),
         })
     }
 
@@ -105,7 +125,7 @@ impl StreamFollower {
         let mut out = Polled {
             txns: Vec::with_capacity(lines.len()),
             provisional: Vec::new(),
-            new_sessions: Vec::new(),
+            new_sessions: std::mem::take(&mut self.unannounced),
             grew,
         };
         for l in &lines {
@@ -139,11 +159,78 @@ impl StreamFollower {
             .poll(wait, 200_000)
             .map_err(|e| input_error(&self.path, e))?;
         let grew = !got.is_empty();
+        let now = std::time::Instant::now();
         let mut lines = Vec::new();
         for r in got {
+            if self.lost.contains(&r.session) {
+                let name = &self.seen[&r.session].0;
+                return Err(input_error(
+                    &self.path,
+                    format!("session {name} sent a record after it was taken as lost (silent for longer than --session-timeout); give it a longer timeout"),
+                ));
+            }
+            match self.seen.get_mut(&r.session) {
+                Some(e) => e.1 = now,
+                None => {
+                    let name = serde_json::from_str::<serde_json::Value>(&r.text)
+                        .ok()
+                        .and_then(|v| match &v["session"] {
+                            serde_json::Value::String(s) => Some(s.clone()),
+                            serde_json::Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| r.session.clone());
+                    self.seen.insert(r.session.clone(), (name, now));
+                }
+            }
+            self.last_any = Some(now);
             self.asm.push(r, &mut lines);
         }
         self.polled(lines, grew, keys)
+    }
+
+    /// Sessions that have sent nothing for `timeout` while others went on: their publishers
+    /// are taken as gone for good, each one's pending transaction (if any) as unknown. A
+    /// quiet stream loses nobody (that is --idle-exit's business).
+    pub(crate) fn lost(
+        &mut self,
+        keys: &mut dyn Keys,
+        timeout: Duration,
+    ) -> Result<Vec<Lost>, InputError> {
+        let Some(last_any) = self.last_any else {
+            return Ok(Vec::new());
+        };
+        let now = std::time::Instant::now();
+        let mut gone: Vec<(String, String, Duration)> = self
+            .seen
+            .iter()
+            .filter(|(token, (_, at))| {
+                !self.lost.contains(*token)
+                    && now.duration_since(*at) > timeout
+                    && last_any.duration_since(*at) > timeout / 2
+            })
+            .map(|(token, (name, at))| (token.clone(), name.clone(), now.duration_since(*at)))
+            .collect();
+        gone.sort();
+        let mut out = Vec::new();
+        for (token, name, silent) in gone {
+            self.lost.insert(token.clone());
+            let pending = match self.asm.give_up(&token) {
+                Some(line) => {
+                    let mut named = std::mem::take(&mut self.unannounced);
+                    let t = self.parse(&line, keys, &mut named)?;
+                    self.unannounced = named;
+                    Some(t)
+                }
+                None => None,
+            };
+            out.push(Lost {
+                name,
+                silent,
+                pending,
+            });
+        }
+        Ok(out)
     }
 
     /// The stream is taken as ended: pending records are transactions of unknown outcome.

@@ -409,3 +409,91 @@ fn a_collector_killed_for_good_leaves_at_most_an_unknown_outcome() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_host_lost_for_good_times_out_and_collection_goes_on() {
+    let Some(stream) = Stream::from_env("lost_host") else {
+        return;
+    };
+    let dir = tmp("lost-host");
+    let sqlite = format!("sqlite:{}", dir.join("db.sqlite").display());
+    let setup = krait()
+        .args(["run", "--store", &sqlite, "--txns", "0", "--out"])
+        .arg(dir.join("setup"))
+        .output()
+        .unwrap();
+    assert!(setup.status.success());
+    let watch = krait()
+        .args(["watch", &stream.url, "--sessions", "4", "--json"])
+        .args([
+            "--idle-exit",
+            "3s",
+            "--session-timeout",
+            "1s",
+            "--max-round",
+            "500",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let host = |k: usize, txns: &str| {
+        krait()
+            .args(run_args(&sqlite, &stream.url, &dir.join(format!("h{k}"))))
+            .args(["--workload", "blindw-rw", "--clients", "2", "--txns", txns])
+            .args(["--no-setup", "--first-client", &(2 * k).to_string()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let survivor = host(0, "12000");
+    let mut lost = host(1, "1000000");
+    std::thread::sleep(Duration::from_millis(800));
+    stop(&mut lost, libc::SIGKILL);
+    wait_ok(survivor, "the surviving host");
+    let out = watch.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let lost_at: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].get("session_lost").is_some())
+        .collect();
+    let names: Vec<&str> = lost_at
+        .iter()
+        .map(|&i| lines[i]["session_lost"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c2", "c3"], "{text}{err}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["verdict"], "ACCEPT", "{last}");
+    let all = last["history"]["txns"].as_u64().unwrap();
+    // Collection went on: fences agreed past where the lost sessions stopped, and more was
+    // deleted after (what the lost sessions' last transactions may still precede stays).
+    let round = |i: usize| {
+        lines[..i]
+            .iter()
+            .rev()
+            .find(|l| l.get("epoch_agree").is_some())
+    };
+    let agree = |r: Option<&serde_json::Value>, f: &str| r.map_or(0, |r| r[f].as_u64().unwrap());
+    // A session counts as lost a timeout after its last record *arrived*, which a verifier
+    // catching up with a backlog sees late: measured from the last of the two.
+    let before = agree(round(lost_at[1]), "epoch_agree");
+    let deleted_before = agree(round(lost_at[1]), "deleted_total");
+    let end = round(lines.len()).unwrap();
+    assert!(
+        end["epoch_agree"].as_u64().unwrap() > before + 20,
+        "{before} → {end}"
+    );
+    assert!(
+        end["deleted_total"].as_u64().unwrap() > deleted_before,
+        "{deleted_before} → {end}"
+    );
+    let (code, streamed) = check(&stream.url);
+    assert_eq!(code, 0, "{streamed}");
+    assert_eq!(streamed["history"]["txns"].as_u64().unwrap(), all);
+    let _ = std::fs::remove_dir_all(&dir);
+}

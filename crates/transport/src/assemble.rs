@@ -53,6 +53,12 @@ impl Assembler {
         self.pending.values().map(|(_, t)| t.as_str())
     }
 
+    /// Session `session` is given up on (its publisher is gone): its pending record, if any,
+    /// is a transaction with outcome unknown.
+    pub fn give_up(&mut self, session: &str) -> Option<String> {
+        self.pending.remove(session).map(|(_, t)| t)
+    }
+
     /// The log has ended (or its sessions are given up on): every pending record is a
     /// transaction with outcome unknown. Appended to `out` in session-name order.
     pub fn finish(&mut self, out: &mut Vec<String>) {

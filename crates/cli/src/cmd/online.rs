@@ -112,6 +112,22 @@ impl Printer {
         }
     }
 
+    /// A session was taken as lost (watch on a stream): a line of its own, so scripts see
+    /// where in the rounds it happened (JSON Lines: `{"session_lost": NAME, "silent_ms": …}`).
+    pub(crate) fn session_lost(&self, name: &str, silent: Duration) {
+        if self.json && self.stream {
+            println!(
+                "{}",
+                serde_json::json!({"session_lost": name, "silent_ms": silent.as_secs_f64() * 1e3})
+            );
+        } else {
+            eprintln!(
+                "session {name}: nothing for {:.1} s while others went on: taken as lost (a transaction it had sent COMMIT for is an unknown outcome); collection goes on without it",
+                silent.as_secs_f64()
+            );
+        }
+    }
+
     /// The verdict, with totals; returns the verdict's exit code.
     pub(crate) fn end(
         &self,

@@ -37,6 +37,12 @@ pub struct WatchArgs {
     /// written with buffering.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub(crate) read_wait: Duration,
+    /// Streams (nats://…): a session that sends nothing for this long while others go on is
+    /// taken as lost for good (its host gone): its pending transaction becomes an unknown
+    /// outcome and collection proceeds without it; a record it sends later is an error.
+    /// E.g. --session-timeout 30s.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub(crate) session_timeout: Duration,
 }
 
 /// The online checker seen as the key table a log follower fills.
@@ -175,6 +181,10 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             }
             polled = p;
         }
+        let mut lost = match &mut follower {
+            Feed::Stream(f) if !ending => f.lost(&mut KeyAdapter(&mut on), w.session_timeout)?,
+            _ => Vec::new(),
+        };
         let step = (|| -> Result<(), krait_checker::online::OnlineError> {
             // The follower numbers sessions as it first sees them; the checker by its own count.
             for s in &polled.new_sessions {
@@ -184,6 +194,16 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 txns += 1;
                 t.session = session_ids[t.session as usize];
                 on.push(t)?;
+            }
+            for l in lost.drain(..) {
+                let s = on.session(&l.name)?;
+                if let Some(mut t) = l.pending {
+                    txns += 1;
+                    t.session = s;
+                    on.push(t)?;
+                }
+                on.close_session(s);
+                out.session_lost(&l.name, l.silent);
             }
             on.next_sweep(polled.provisional.into_iter().collect());
             on.hold_gc = follower.silent() > 0;
