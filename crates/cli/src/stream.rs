@@ -68,6 +68,9 @@ pub(crate) struct StreamFollower {
     /// Sessions numbered outside a poll (a lost one's pending record), for the next poll to
     /// announce: the caller's numbering follows the announcements.
     unannounced: Vec<String>,
+    /// Sessions whose end record arrived, not yet told to the caller.
+    ended: Vec<String>,
+    ended_tokens: std::collections::HashSet<String>,
 }
 
 /// A session given up on: its name and its pending transaction, now of unknown outcome.
@@ -89,6 +92,8 @@ impl StreamFollower {
             lost: Default::default(),
             last_any: None,
             unannounced: Vec::new(),
+            ended: Vec::new(),
+            ended_tokens: Default::default(),
         })
     }
 
@@ -162,11 +167,16 @@ impl StreamFollower {
         let now = std::time::Instant::now();
         let mut lines = Vec::new();
         for r in got {
-            if self.lost.contains(&r.session) {
-                let name = &self.seen[&r.session].0;
+            if self.lost.contains(&r.session) || self.ended_tokens.contains(&r.session) {
+                let name = self.seen.get(&r.session).map_or(&r.session, |e| &e.0);
+                let why = if self.lost.contains(&r.session) {
+                    "after it was taken as lost (silent for longer than --session-timeout; give it a longer timeout)"
+                } else {
+                    "after its end record"
+                };
                 return Err(input_error(
                     &self.path,
-                    format!("session {name} sent a record after it was taken as lost (silent for longer than --session-timeout); give it a longer timeout"),
+                    format!("session {name} sent a record {why}"),
                 ));
             }
             match self.seen.get_mut(&r.session) {
@@ -186,7 +196,19 @@ impl StreamFollower {
             self.last_any = Some(now);
             self.asm.push(r, &mut lines);
         }
+        for token in self.asm.take_ended() {
+            // Ended, not lost: no timeout applies to it any more.
+            if let Some((name, _)) = self.seen.get(&token) {
+                self.ended.push(name.clone());
+            }
+            self.ended_tokens.insert(token);
+        }
         self.polled(lines, grew, keys)
+    }
+
+    /// The sessions that ended normally since the last call (their end record arrived).
+    pub(crate) fn take_ended(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.ended)
     }
 
     /// Sessions that have sent nothing for `timeout` while others went on: their publishers
@@ -206,6 +228,7 @@ impl StreamFollower {
             .iter()
             .filter(|(token, (_, at))| {
                 !self.lost.contains(*token)
+                    && !self.ended_tokens.contains(*token)
                     && now.duration_since(*at) > timeout
                     && last_any.duration_since(*at) > timeout / 2
             })

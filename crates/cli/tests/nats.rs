@@ -427,9 +427,9 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
         .args(["watch", &stream.url, "--sessions", "4", "--json"])
         .args([
             "--idle-exit",
-            "3s",
+            "4s",
             "--session-timeout",
-            "1s",
+            "2s",
             "--max-round",
             "500",
         ])
@@ -462,11 +462,12 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
     let lost_at: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].get("session_lost").is_some())
         .collect();
-    let names: Vec<&str> = lost_at
+    let mut names: Vec<&str> = lost_at
         .iter()
         .map(|&i| lines[i]["session_lost"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["c2", "c3"], "{text}{err}");
+    names.sort_unstable();
+    assert_eq!(names, ["c2", "c3"], "lost: {names:?}\n{err}");
     let last = lines.last().unwrap();
     assert_eq!(last["verdict"], "ACCEPT", "{last}");
     let all = last["history"]["txns"].as_u64().unwrap();

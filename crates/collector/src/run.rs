@@ -192,6 +192,7 @@ pub fn run(
                         rep.latencies.push(lat);
                         done.fetch_add(1, Ordering::Relaxed);
                     }
+                    s.close()?;
                     rep.history_bytes = s.log_bytes;
                     rep.reconnects = s.reconnects;
                     Ok(rep)

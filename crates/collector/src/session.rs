@@ -150,6 +150,13 @@ impl Log {
         }
         Ok(())
     }
+    /// The session ends normally: its stream hears so (a session that stops without this is
+    /// taken as a lost host only after a timeout).
+    fn end_published(&mut self) {
+        if let Some(p) = self.publish.as_mut() {
+            let _ = p.sink.publish(p.n + 1, Kind::End, "{}");
+        }
+    }
     /// The operations are complete and COMMIT is about to go out: closes the ops, makes them
     /// durable (with fsync) and publishes the pending record, acknowledged before COMMIT is
     /// sent, so a collector that dies now leaves a transaction of unknown outcome, not none.
@@ -163,6 +170,12 @@ impl Log {
                 .map_err(published)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        self.end_published();
     }
 }
 
@@ -314,25 +327,39 @@ impl<'a> Session<'a> {
     ) -> Result<(TxnOutcome, std::time::Duration), StoreError> {
         if let Some(n) = self.fence_every {
             if self.since_fence + 1 >= n {
-                self.since_fence = 0;
-                // Fences are retried until they commit: epochs need them.
-                for _ in 0..100 {
-                    let (o, _) = self.one(&mut |tx: &mut dyn Tx| {
-                        let v: u64 = tx
-                            .read(NATIVE_FENCE_KEY)?
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(0);
-                        tx.write(NATIVE_FENCE_KEY, &(v + 1).to_string())
-                    })?;
-                    if o == TxnOutcome::Committed {
-                        break;
-                    }
-                }
+                self.fence()?;
             } else {
                 self.since_fence += 1;
             }
         }
         self.one(body)
+    }
+
+    /// A fence transaction, retried until it commits: epochs need them.
+    fn fence(&mut self) -> Result<(), StoreError> {
+        self.since_fence = 0;
+        for _ in 0..100 {
+            let (o, _) = self.one(&mut |tx: &mut dyn Tx| {
+                let v: u64 = tx
+                    .read(NATIVE_FENCE_KEY)?
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                tx.write(NATIVE_FENCE_KEY, &(v + 1).to_string())
+            })?;
+            if o == TxnOutcome::Committed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The session's work is done: a last fence (when fencing) bounds the transactions since
+    /// the previous one, so an online verifier can collect them once the session has ended.
+    pub(crate) fn close(&mut self) -> Result<(), StoreError> {
+        if self.fence_every.is_some() && self.since_fence > 0 {
+            self.fence()?;
+        }
+        Ok(())
     }
 
     fn one(

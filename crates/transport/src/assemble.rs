@@ -23,6 +23,7 @@ pub struct Record {
 #[derive(Default)]
 pub struct Assembler {
     pending: HashMap<String, (u64, String)>,
+    ended: Vec<String>,
 }
 
 impl Assembler {
@@ -44,7 +45,18 @@ impl Assembler {
                 }
                 out.push(r.text);
             }
+            Kind::End => {
+                if let Some((_, old)) = self.pending.remove(&r.session) {
+                    out.push(old);
+                }
+                self.ended.push(r.session);
+            }
         }
+    }
+
+    /// The sessions whose end record arrived since the last call.
+    pub fn take_ended(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.ended)
     }
 
     /// The records of transactions whose outcome has not arrived: their writes may already be
@@ -105,5 +117,16 @@ mod tests {
         assert_eq!(out, ["p1", "f2", "p3"]);
         a.finish(&mut out);
         assert_eq!(out, ["p1", "f2", "p3", "p4"]);
+    }
+
+    #[test]
+    fn an_end_record_closes_its_session() {
+        let mut a = Assembler::default();
+        let mut out = Vec::new();
+        a.push(rec("c1", 1, Kind::Final, "f1"), &mut out);
+        a.push(rec("c1", 2, Kind::End, ""), &mut out);
+        assert_eq!(out, ["f1"]);
+        assert_eq!(a.take_ended(), ["c1"]);
+        assert!(a.take_ended().is_empty());
     }
 }

@@ -9,7 +9,8 @@
 //! acknowledged, so a collector that dies after sending COMMIT leaves the most the database
 //! may have done, exactly like a log line cut short; once the outcome is known the *final*
 //! record follows. A transaction that never asked to commit has only its final record
-//! (aborted). Each record carries a message id (session, transaction number, kind), so a
+//! (aborted). A session that ends normally says so with an *end* record. Each record carries a
+//! message id (session, transaction number, kind), so a
 //! publish retried after a lost acknowledgement is stored once.
 
 #![warn(missing_docs)]
@@ -38,6 +39,9 @@ pub enum Kind {
     Pending,
     /// The transaction's record with its outcome.
     Final,
+    /// The session has ended normally: no record follows (without one, a silent session may
+    /// be a lost host, and is given up on only after a timeout).
+    End,
 }
 
 /// Where one session's records go, in order.

@@ -1,5 +1,5 @@
 //! NATS JetStream: one stream per history (`nats://HOST:PORT/STREAM`), one subject per session
-//! (`STREAM.<session>`), a message id per record (`<session>.<n>.p|f`), so the server drops a
+//! (`STREAM.<session>`), a message id per record (`<session>.<n>.p|f|e`), so the server drops a
 //! record published twice. Publishing waits for the server's acknowledgement and retries, with
 //! the same id, while the server is unreachable (a restart); reading uses an ordered consumer
 //! from the stream's first record.
@@ -214,6 +214,7 @@ impl Sink for NatsSink {
         let k = match kind {
             Kind::Pending => 'p',
             Kind::Final => 'f',
+            Kind::End => 'e',
         };
         let id = format!("{}.{n}.{k}", self.token);
         let c = &self.conn;
@@ -267,7 +268,7 @@ impl NatsSource {
             .unwrap_or_default();
         let bad = || {
             TransportError::Unavailable(format!(
-                "{t}: record {:?} on {} has no krait message id <session>.<n>.p|f",
+                "{t}: record {:?} on {} has no krait message id <session>.<n>.p|f|e",
                 String::from_utf8_lossy(&m.payload),
                 m.subject
             ))
@@ -277,6 +278,7 @@ impl NatsSource {
         let kind = match k {
             "p" => Kind::Pending,
             "f" => Kind::Final,
+            "e" => Kind::End,
             _ => return Err(bad()),
         };
         let text = String::from_utf8(m.payload.to_vec()).map_err(|_| bad())?;

@@ -181,9 +181,12 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             }
             polled = p;
         }
-        let mut lost = match &mut follower {
-            Feed::Stream(f) if !ending => f.lost(&mut KeyAdapter(&mut on), w.session_timeout)?,
-            _ => Vec::new(),
+        let (mut lost, ended) = match &mut follower {
+            Feed::Stream(f) if !ending => (
+                f.lost(&mut KeyAdapter(&mut on), w.session_timeout)?,
+                f.take_ended(),
+            ),
+            _ => (Vec::new(), Vec::new()),
         };
         let step = (|| -> Result<(), krait_checker::online::OnlineError> {
             // The follower numbers sessions as it first sees them; the checker by its own count.
@@ -194,6 +197,11 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 txns += 1;
                 t.session = session_ids[t.session as usize];
                 on.push(t)?;
+            }
+            // A session that said it ended sends nothing more: fences agree without it.
+            for name in &ended {
+                let s = on.session(name)?;
+                on.close_session(s);
             }
             for l in lost.drain(..) {
                 let s = on.session(&l.name)?;
