@@ -153,15 +153,18 @@ impl StreamFollower {
         Ok(out)
     }
 
-    /// The transactions completed since the last poll (waiting up to `wait` for the first).
+    /// The transactions completed since the last poll (waiting up to `wait` for the first),
+    /// from at most `max` records: a backlog is taken a round's worth at a time, so each
+    /// round ends with nothing read left waiting (a checkpoint's condition).
     pub(crate) fn poll(
         &mut self,
         keys: &mut dyn Keys,
         wait: Duration,
+        max: usize,
     ) -> Result<Polled, InputError> {
         let got = self
             .src
-            .poll(wait, 200_000)
+            .poll(wait, max)
             .map_err(|e| input_error(&self.path, e))?;
         let grew = !got.is_empty();
         let now = std::time::Instant::now();
@@ -204,6 +207,11 @@ impl StreamFollower {
             self.ended_tokens.insert(token);
         }
         self.polled(lines, grew, keys)
+    }
+
+    /// The stream sequence of the last record read.
+    pub(crate) fn seen(&self) -> u64 {
+        self.src.seen()
     }
 
     /// The sessions that ended normally since the last call (their end record arrived).
@@ -258,7 +266,7 @@ impl StreamFollower {
 
     /// The stream is taken as ended: pending records are transactions of unknown outcome.
     pub(crate) fn finish(&mut self, keys: &mut dyn Keys) -> Result<Polled, InputError> {
-        let mut p = self.poll(keys, Duration::from_millis(50))?;
+        let mut p = self.poll(keys, Duration::from_millis(50), usize::MAX)?;
         let mut lines = Vec::new();
         self.asm.finish(&mut lines);
         let rest = self.polled(lines, false, keys)?;

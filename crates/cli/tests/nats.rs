@@ -498,3 +498,92 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
     assert_eq!(streamed["history"]["txns"].as_u64().unwrap(), all);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_restarted_watch_resumes_after_its_last_reported_round() {
+    let Some(stream) = Stream::from_env("resume") else {
+        return;
+    };
+    let dir = tmp("resume");
+    let h = dir.join("h.jsonl");
+    let gen = krait()
+        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
+        .args(["--txns", "60000", "--sessions", "8", "--fence-every", "10"])
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let conv = krait()
+        .args(["convert", h.to_str().unwrap(), &stream.url])
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let ckpt = dir.join("watch.ckpt");
+    let watch = |idle: &str| {
+        krait()
+            .args([
+                "watch",
+                &stream.url,
+                "--sessions",
+                "8",
+                "--json",
+                "--idle-exit",
+                idle,
+            ])
+            .args(["--max-round", "1000", "--interval", "50ms", "--checkpoint"])
+            .arg(&ckpt)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let saved = || -> u64 {
+        std::fs::read_to_string(&ckpt)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["round"].as_u64())
+            .unwrap_or(0)
+    };
+    // The first verifier dies a few rounds in.
+    let mut first = watch("30s");
+    let t0 = std::time::Instant::now();
+    while saved() < 3 && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop(&mut first, libc::SIGKILL);
+    let cut = saved();
+    assert!(cut >= 3, "no checkpoint written");
+    let reported = |c: Child| -> Vec<serde_json::Value> {
+        let out = c.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let before: Vec<u64> = reported(first)
+        .iter()
+        .filter_map(|l| l["round"].as_u64().filter(|_| l.get("new").is_some()))
+        .collect();
+    assert!(before.len() as u64 >= cut, "{before:?} {cut}");
+    // The second reports from the next round on, and checks everything.
+    let lines = reported(watch("2s"));
+    let rounds: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.get("new").is_some())
+        .map(|l| l["round"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rounds.first(), Some(&(cut + 1)), "{rounds:?}");
+    assert!(rounds.windows(2).all(|w| w[1] == w[0] + 1), "{rounds:?}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["verdict"], "ACCEPT", "{last}");
+    let (_, whole) = check(&stream.url);
+    assert_eq!(last["history"]["txns"], whole["history"]["txns"], "{last}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

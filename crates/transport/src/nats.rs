@@ -258,6 +258,11 @@ pub struct NatsSource {
 }
 
 impl NatsSource {
+    /// The stream sequence of the last record returned (0 before the first).
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
     fn record(&self, m: &jetstream::Message) -> Result<Record, TransportError> {
         let t = &self.conn.target;
         let id = m

@@ -3,6 +3,7 @@
 
 mod args;
 pub mod check;
+mod checkpoint;
 pub mod convert;
 pub mod demo;
 pub mod generate;

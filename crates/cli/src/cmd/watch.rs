@@ -2,6 +2,7 @@
 //! check them in rounds, garbage-collecting what no future transaction can affect, until the
 //! logs go quiet, a violation shows up, or forever.
 
+use super::checkpoint::Checkpoint;
 use super::online::{self, Printer};
 use crate::cmd::check::CheckArgs;
 use crate::duration::parse_duration;
@@ -43,6 +44,11 @@ pub struct WatchArgs {
     /// E.g. --session-timeout 30s.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub(crate) session_timeout: Duration,
+    /// Streams (nats://…): remember in FILE the last round reported; a watch restarted with
+    /// the same FILE re-checks what came before silently and reports from the next round
+    /// (nothing reported twice, nothing skipped). E.g. --checkpoint watch.ckpt
+    #[arg(long, value_name = "FILE")]
+    pub(crate) checkpoint: Option<std::path::PathBuf>,
 }
 
 /// The online checker seen as the key table a log follower fills.
@@ -72,7 +78,11 @@ impl Feed {
         match self {
             Feed::Files(f) => f.poll(keys),
             // A short wait: the loop sleeps --interval between polls anyway.
-            Feed::Stream(s) => s.poll(keys, w.interval.min(Duration::from_millis(50))),
+            Feed::Stream(s) => s.poll(
+                keys,
+                w.interval.min(Duration::from_millis(50)),
+                w.round_cap(),
+            ),
         }
     }
     fn finish(
@@ -116,6 +126,11 @@ fn wait_for(path: &std::path::Path, w: &WatchArgs) -> anyhow::Result<()> {
 }
 
 impl WatchArgs {
+    /// The most transactions a round admits (`--round-size` caps it like `--max-round`).
+    fn round_cap(&self) -> usize {
+        self.check.round_size.unwrap_or(self.max_round).max(1)
+    }
+
     /// Whether the output is JSON (then an error is a JSON object too).
     pub fn wants_json(&self) -> bool {
         self.check.wants_json()
@@ -140,7 +155,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let mut on = Online::new(OnlineOptions {
         // In watch, --round-size caps a round like --max-round.
-        max_admit: a.round_size.unwrap_or(w.max_round).max(1),
+        max_admit: w.round_cap(),
         read_wait: w.read_wait,
         track_commits: true,
         ..online::options(a)
@@ -148,6 +163,25 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     on.min_sessions = w.sessions;
     on.set_cobra_claims(matches!(&follower, Feed::Files(f) if f.format == StreamFormat::Cobra));
     let mut out = Printer::new(a.json, true);
+    let mut ckpt = match (&w.checkpoint, &follower) {
+        (None, _) => None,
+        (Some(p), Feed::Stream(_)) => Some(Checkpoint::load(p, &a.path.display().to_string())?),
+        (Some(_), Feed::Files(_)) => {
+            anyhow::bail!("--checkpoint is for streams (nats://…): logs in a directory are read from their start")
+        }
+    };
+    // Resuming: quiet until the records the last reported round covered are checked again.
+    out.quiet = ckpt.as_ref().is_some_and(|c| c.seq > 0);
+    if out.quiet && !a.json {
+        let c = ckpt.as_ref().unwrap();
+        eprintln!(
+            "resuming after round {}: re-checking the stream up to record {} silently",
+            c.round, c.seq
+        );
+    }
+    let mut last_round = 0u64;
+    // (pushes so far, stream position) after each poll, until a round covers it.
+    let mut polls: std::collections::VecDeque<(u64, u64)> = Default::default();
     let t0 = Instant::now();
     // When the last growth of the logs had been checked: the logs count as idle only when a
     // poll finds nothing new and was taken --idle-exit after that, so time spent checking a
@@ -219,6 +253,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             while let Some(st) = on.round()? {
                 out.lag(&mut on);
                 out.round(&st);
+                last_round = st.round;
                 if on.verdict().is_some() {
                     return Ok(());
                 }
@@ -234,6 +269,24 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         if let Err(e) = step {
             eprintln!("error: {}: {e}", a.path.display());
             return Ok(ExitCode::from(exit::BAD_INPUT));
+        }
+        if let (Some(c), Feed::Stream(f)) = (ckpt.as_mut(), &follower) {
+            // The stream position every record up to which is in a round: the last poll
+            // whose transactions were all admitted (one may wait for another's write).
+            polls.push_back((on.pushed(), f.seen()));
+            let first_waiting = on.oldest_waiting().unwrap_or(u64::MAX);
+            let mut covered = None;
+            while polls.front().is_some_and(|p| p.0 < first_waiting) {
+                covered = polls.pop_front().map(|p| p.1);
+            }
+            if let Some(seq) = covered.filter(|_| on.verdict().is_none()) {
+                if out.quiet && seq >= c.seq {
+                    out.quiet = false;
+                    out.round_offset = c.round as i64 - last_round as i64;
+                } else if !out.quiet && seq > c.seq {
+                    c.save((last_round as i64 + out.round_offset).max(0) as u64, seq)?;
+                }
+            }
         }
         if on.verdict().is_some() || ending {
             break;
