@@ -7,6 +7,7 @@
 mod check;
 mod common;
 mod load;
+mod nats;
 mod online;
 mod overhead;
 mod scale;
@@ -54,12 +55,24 @@ enum BenchCmd {
     /// The weak levels (read committed, read atomic, causal) on Cobra histories, beside AWDIT
     /// when its binary is given (--awdit PATH).
     Weak(weak::WeakArgs),
+    /// Histories through NATS JetStream: publishing, the verifier reading the stream vs the
+    /// files (verified txn/s), and the lag from commit to verified in a live run.
+    Nats(nats::NatsArgs),
     /// (internal) load one history and print JSON with time and peak memory.
     #[command(hide = true)]
     LoadOne { path: std::path::PathBuf },
     /// (internal) `krait check`, measured in a process of its own.
     #[command(hide = true)]
     CheckOne(krait_cli::cmd::check::CheckArgs),
+    /// (internal) `krait watch`, for `nats`.
+    #[command(hide = true)]
+    WatchOne(krait_cli::cmd::watch::WatchArgs),
+    /// (internal) `krait convert`, for `nats`.
+    #[command(hide = true)]
+    ConvertOne(krait_cli::cmd::convert::ConvertArgs),
+    /// (internal) `krait run`, for `nats`.
+    #[command(hide = true)]
+    RunOne(krait_cli::cmd::run::RunArgs),
     /// (internal) `krait generate`, for `scale`.
     #[command(hide = true)]
     Generate(krait_cli::cmd::generate::GenerateArgs),
@@ -87,6 +100,10 @@ fn main() -> ExitCode {
         BenchCmd::Stream(a) => stream::run(a),
         BenchCmd::Veristrong(a) => veristrong::run(a),
         BenchCmd::Weak(a) => weak::run(a),
+        BenchCmd::Nats(a) => nats::run(a),
+        BenchCmd::WatchOne(a) => krait_cli::cmd::watch::run(&a),
+        BenchCmd::ConvertOne(a) => krait_cli::cmd::convert::run(&a),
+        BenchCmd::RunOne(a) => krait_cli::cmd::run::run(a),
         BenchCmd::LoadOne { path } => load::one(&path),
         BenchCmd::CheckOne(a) => krait_cli::cmd::check::run(&a),
         BenchCmd::Generate(a) => krait_cli::cmd::generate::run(&a),

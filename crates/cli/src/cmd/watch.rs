@@ -78,11 +78,8 @@ impl Feed {
         match self {
             Feed::Files(f) => f.poll(keys),
             // A short wait: the loop sleeps --interval between polls anyway.
-            Feed::Stream(s) => s.poll(
-                keys,
-                w.interval.min(Duration::from_millis(50)),
-                w.round_cap(),
-            ),
+            // Waits up to --interval for the first record (the loop does not sleep).
+            Feed::Stream(s) => s.poll(keys, w.interval, w.round_cap()),
         }
     }
     fn finish(
@@ -294,7 +291,10 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         if grew {
             quiet_since = Instant::now();
         }
-        std::thread::sleep(w.interval);
+        // A stream's poll itself waits for records; a backlog is read without pausing.
+        if matches!(follower, Feed::Files(_)) {
+            std::thread::sleep(w.interval);
+        }
     }
     out.end(a, &on, t0.elapsed(), txns)
 }
