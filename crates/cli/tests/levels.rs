@@ -2,6 +2,9 @@
 //! for the isolation asked for. The PostgreSQL test needs KRAIT_PG_URL (`.ci/run` sets it) and
 //! says it skipped otherwise; it makes and drops its own database.
 
+mod common;
+
+use common::TempPg;
 use std::process::Command;
 
 fn krait() -> Command {
@@ -10,45 +13,6 @@ fn krait() -> Command {
 
 fn tmp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("krait-levels-{}-{name}", std::process::id()))
-}
-
-/// A database of its own on the server KRAIT_PG_URL names, dropped at the end.
-struct TempPg {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TempPg {
-    fn new(tag: &str) -> Option<TempPg> {
-        let Ok(admin) = std::env::var("KRAIT_PG_URL") else {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "skipped: KRAIT_PG_URL is not set");
-            return None;
-        };
-        let name = format!("krait_cli_{tag}_{}", std::process::id());
-        let base = admin
-            .rsplit_once('/')
-            .map_or(admin.clone(), |(b, _)| b.into());
-        let db = TempPg {
-            url: format!("{base}/{name}"),
-            admin,
-            name,
-        };
-        db.exec(&format!("DROP DATABASE IF EXISTS {}", db.name));
-        db.exec(&format!("CREATE DATABASE {}", db.name));
-        Some(db)
-    }
-    fn exec(&self, sql: &str) {
-        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
-        c.batch_execute(sql).unwrap();
-    }
-}
-
-impl Drop for TempPg {
-    fn drop(&mut self) {
-        self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
-    }
 }
 
 /// `krait run` of `workload` at `isolation` on the test's database, logs in `dir`, with `--check`

@@ -8,6 +8,9 @@
 //! database runs, `KRAIT_PG_URL`; the restart test starts its own `nats-server` (on PATH or
 //! /usr/sbin). Each test uses a stream of its own and deletes it.
 
+mod common;
+
+use common::TempPg;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -67,44 +70,6 @@ impl Drop for Stream {
     }
 }
 
-/// A PostgreSQL database of the test's own, dropped at the end.
-struct Db {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl Db {
-    fn new(tag: &str) -> Option<Db> {
-        let Ok(admin) = std::env::var("KRAIT_PG_URL") else {
-            skip("KRAIT_PG_URL is not set");
-            return None;
-        };
-        let name = format!("krait_nats_{tag}_{}", std::process::id());
-        let base = admin
-            .rsplit_once('/')
-            .map_or(admin.clone(), |(b, _)| b.to_string());
-        let db = Db {
-            url: format!("{base}/{name}"),
-            admin,
-            name,
-        };
-        db.exec(&format!("DROP DATABASE IF EXISTS {}", db.name));
-        db.exec(&format!("CREATE DATABASE {}", db.name));
-        Some(db)
-    }
-    fn exec(&self, sql: &str) {
-        let mut c = postgres::Client::connect(&self.admin, postgres::NoTls).unwrap();
-        c.batch_execute(sql).unwrap();
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
-    }
-}
-
 /// `krait check H --json`: (exit code, the report).
 fn check(h: &str) -> (i32, serde_json::Value) {
     let out = krait().args(["check", h, "--json"]).output().unwrap();
@@ -154,9 +119,34 @@ fn wait_ok(c: Child, what: &str) {
     );
 }
 
+/// `krait watch STREAM --sessions N --json` with `args`, started.
+fn watch(stream: &str, sessions: &str, args: &[&str]) -> Child {
+    krait()
+        .args(["watch", stream, "--sessions", sessions, "--json"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A watch's end: its exit code (None when killed), its JSON lines (a last line cut by a
+/// kill left out) and its stderr.
+fn watched(c: Child) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let out = c.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines = text
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    (out.status.code(), lines, err)
+}
+
 #[test]
 fn eight_collector_processes_publish_one_history_that_watch_verifies_exactly_once() {
-    let (Some(stream), Some(db)) = (Stream::from_env("eight"), Db::new("eight")) else {
+    let (Some(stream), Some(db)) = (Stream::from_env("eight"), TempPg::new("eight")) else {
         return;
     };
     let root = tmp("eight");
@@ -180,20 +170,7 @@ fn eight_collector_processes_publish_one_history_that_watch_verifies_exactly_onc
         "{}",
         String::from_utf8_lossy(&setup.stderr)
     );
-    let watch = krait()
-        .args([
-            "watch",
-            &stream.url,
-            "--sessions",
-            "16",
-            "--idle-exit",
-            "5s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let watch = watch(&stream.url, "16", &["--idle-exit", "5s"]);
     let dirs: Vec<PathBuf> = (0..8).map(|k| root.join(format!("host{k}"))).collect();
     let hosts: Vec<Child> = dirs
         .iter()
@@ -211,17 +188,10 @@ fn eight_collector_processes_publish_one_history_that_watch_verifies_exactly_onc
     for (k, h) in hosts.into_iter().enumerate() {
         wait_ok(h, &format!("host {k}"));
     }
-    let out = watch.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let (code, lines, err) = watched(watch);
+    assert_eq!(code, Some(0), "{lines:?}{err}");
+    let last = lines.last().unwrap();
     assert_eq!(last["verdict"], "ACCEPT", "{last}");
-
     // The stream holds exactly what the collectors logged locally.
     let (code, local) = check(&merged(&dirs, &tmp("eight-merged")));
     assert_eq!(code, 0, "{local}");
@@ -239,7 +209,7 @@ fn eight_collector_processes_publish_one_history_that_watch_verifies_exactly_onc
 
 #[test]
 fn lost_updates_at_read_committed_are_caught_through_the_stream() {
-    let (Some(stream), Some(db)) = (Stream::from_env("lost"), Db::new("lost")) else {
+    let (Some(stream), Some(db)) = (Stream::from_env("lost"), TempPg::new("lost")) else {
         return;
     };
     let dir = tmp("lost");
@@ -254,21 +224,9 @@ fn lost_updates_at_read_committed_are_caught_through_the_stream() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let out = krait()
-        .args([
-            "watch",
-            &stream.url,
-            "--sessions",
-            "4",
-            "--idle-exit",
-            "2s",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let (code, lines, _) = watched(watch(&stream.url, "4", &["--idle-exit", "2s"]));
+    assert_eq!(code, Some(1), "{lines:?}");
+    let last = lines.last().unwrap();
     assert_eq!(last["verdict"], "REJECT", "{last}");
     assert!(!last["cycle"].as_array().unwrap().is_empty(), "{last}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -388,21 +346,9 @@ fn a_collector_killed_for_good_leaves_at_most_an_unknown_outcome() {
         streamed["history"]["committed"].as_u64().unwrap() > 0,
         "{streamed}"
     );
-    let out = krait()
-        .args([
-            "watch",
-            &stream.url,
-            "--sessions",
-            "4",
-            "--idle-exit",
-            "1s",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let (code, lines, _) = watched(watch(&stream.url, "4", &["--idle-exit", "1s"]));
+    assert_eq!(code, Some(0), "{lines:?}");
+    let last = lines.last().unwrap();
     assert_eq!(
         last["history"]["txns"], streamed["history"]["txns"],
         "{last}"
@@ -423,20 +369,18 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
         .output()
         .unwrap();
     assert!(setup.status.success());
-    let watch = krait()
-        .args(["watch", &stream.url, "--sessions", "4", "--json"])
-        .args([
+    let watch = watch(
+        &stream.url,
+        "4",
+        &[
             "--idle-exit",
             "4s",
             "--session-timeout",
             "2s",
             "--max-round",
             "500",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let host = |k: usize, txns: &str| {
         krait()
             .args(run_args(&sqlite, &stream.url, &dir.join(format!("h{k}"))))
@@ -451,14 +395,8 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
     std::thread::sleep(Duration::from_millis(800));
     stop(&mut lost, libc::SIGKILL);
     wait_ok(survivor, "the surviving host");
-    let out = watch.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{text}{err}");
-    let lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (code, lines, err) = watched(watch);
+    assert_eq!(code, Some(0), "{lines:?}{err}");
     let lost_at: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].get("session_lost").is_some())
         .collect();
@@ -526,23 +464,22 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
         String::from_utf8_lossy(&conv.stderr)
     );
     let ckpt = dir.join("watch.ckpt");
-    let watch = |idle: &str| {
-        krait()
-            .args([
-                "watch",
-                &stream.url,
-                "--sessions",
-                "8",
-                "--json",
+    let ckpt_arg = ckpt.to_str().unwrap();
+    let resumable = |idle: &str| {
+        watch(
+            &stream.url,
+            "8",
+            &[
                 "--idle-exit",
                 idle,
-            ])
-            .args(["--max-round", "1000", "--interval", "50ms", "--checkpoint"])
-            .arg(&ckpt)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+                "--max-round",
+                "1000",
+                "--interval",
+                "50ms",
+                "--checkpoint",
+                ckpt_arg,
+            ],
+        )
     };
     let saved = || -> u64 {
         std::fs::read_to_string(&ckpt)
@@ -552,7 +489,7 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
             .unwrap_or(0)
     };
     // The first verifier dies a few rounds in.
-    let mut first = watch("30s");
+    let mut first = resumable("30s");
     let t0 = std::time::Instant::now();
     while saved() < 3 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
@@ -560,20 +497,14 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
     stop(&mut first, libc::SIGKILL);
     let cut = saved();
     assert!(cut >= 3, "no checkpoint written");
-    let reported = |c: Child| -> Vec<serde_json::Value> {
-        let out = c.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    };
-    let before: Vec<u64> = reported(first)
+    let before: Vec<u64> = watched(first)
+        .1
         .iter()
         .filter_map(|l| l["round"].as_u64().filter(|_| l.get("new").is_some()))
         .collect();
     assert!(before.len() as u64 >= cut, "{before:?} {cut}");
     // The second reports from the next round on, and checks everything.
-    let lines = reported(watch("2s"));
+    let (_, lines, _) = watched(resumable("2s"));
     let rounds: Vec<u64> = lines
         .iter()
         .filter(|l| l.get("new").is_some())

@@ -61,6 +61,4 @@ pub trait Source {
     ) -> Result<Vec<Record>, TransportError>;
     /// Whether every record stored when this was asked has been returned by `poll`.
     fn caught_up(&mut self) -> Result<bool, TransportError>;
-    /// A name for messages (the address read from).
-    fn name(&self) -> String;
 }

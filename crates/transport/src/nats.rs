@@ -141,11 +141,6 @@ impl Connection {
         }))
     }
 
-    /// The stream it publishes to.
-    pub fn target(&self) -> &Target {
-        &self.target
-    }
-
     /// A sink for session `name`'s records.
     pub fn sink(self: &Arc<Self>, name: &str) -> NatsSink {
         let token = session_token(name);
@@ -162,16 +157,6 @@ impl Connection {
             .block_on(self.js.delete_stream(&self.target.stream))
             .map(|_| ())
             .map_err(|e| unavailable(&self.target, "deleting the stream", e))
-    }
-
-    /// Records stored in the stream.
-    pub fn stored(&self) -> Result<u64, TransportError> {
-        self.rt
-            .block_on(async {
-                let mut s = self.js.get_stream(&self.target.stream).await?;
-                Ok::<_, async_nats::Error>(s.info().await?.state.messages)
-            })
-            .map_err(|e| unavailable(&self.target, "reading the stream's state", e))
     }
 
     /// The stream's records from the first, in order.
@@ -335,10 +320,6 @@ impl Source for NatsSource {
             })
             .map_err(|e| unavailable(&c.target, "reading the stream's state", e))?;
         Ok(self.seen >= last)
-    }
-
-    fn name(&self) -> String {
-        self.conn.target.to_string()
     }
 }
 

@@ -5,15 +5,16 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
+pub(crate) use super::jsonl_repair::{repair, Repair};
 use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{
-    History, HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
+    HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
 };
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 
 #[derive(Deserialize)]
@@ -34,12 +35,12 @@ impl Name<'_> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct LineIn<'a> {
+pub(crate) struct LineIn<'a> {
     #[serde(borrow)]
     session: Name<'a>,
     txn: u64,
     #[serde(default, borrow)]
-    status: Option<Cow<'a, str>>,
+    pub(crate) status: Option<Cow<'a, str>>,
     #[serde(default)]
     start: Option<u64>,
     #[serde(default)]
@@ -242,102 +243,6 @@ impl BufRead for LazyFile {
 /// Reads JSON Lines from `input`; `path` names it in errors.
 pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
     read_many(vec![(path.to_path_buf(), input)])
-}
-
-/// What a last line cut short by a crash (or a full disk) still says.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Repair {
-    /// The record completed as it must have been: the JSON text and the outcome it got.
-    Fixed(String, &'static str),
-    /// Cut before its operations began: the transaction never asked to commit and nothing of
-    /// it reached the database, so it is left out.
-    Drop,
-}
-
-/// The collector writes a transaction's line progressively: `{"session":…,"txn":…,"start":…,
-/// "ops":[` first, each op before it is sent, `]` just before COMMIT is sent, and the outcome
-/// (`,"status":"committed","commit":…}` …) once it is known. So a cut inside the ops means
-/// COMMIT never went out (aborted, complete ops kept); a cut after `]` means COMMIT went out,
-/// and the outcome is the status whose first letter was written, else unknown. A complete
-/// record (only its newline missing) is itself.
-pub(crate) fn repair(text: &str) -> Option<Repair> {
-    let valid = |t: &str| serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok();
-    if valid(text) {
-        let status = match serde_json::from_str::<LineIn>(text).ok()?.status.as_deref() {
-            Some("aborted") | Some("fail") => "aborted",
-            Some("unknown") | Some("info") => "unknown",
-            _ => "committed",
-        };
-        return Some(Repair::Fixed(text.to_string(), status));
-    }
-    const OPS: &str = "\"ops\":[";
-    let Some(p0) = text.find(OPS) else {
-        // Only a head cut before its ops is dropped; anything else unrecognised is an error.
-        return text.starts_with('{').then_some(Repair::Drop);
-    };
-    let body = p0 + OPS.len();
-    // Scan the ops array: strings (keys may hold brackets), depth, ends of complete ops.
-    let bytes = text.as_bytes();
-    let (mut depth, mut in_str, mut esc) = (1u32, false, false);
-    let mut last_op_end = body;
-    let mut closed = None;
-    for (i, &c) in bytes.iter().enumerate().skip(body) {
-        if in_str {
-            match c {
-                _ if esc => esc = false,
-                b'\\' => esc = true,
-                b'"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_str = true,
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => {
-                depth -= 1;
-                if depth == 1 {
-                    last_op_end = i + 1;
-                } else if depth == 0 {
-                    closed = Some(i);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let (fixed, status) = match closed {
-        None => {
-            let ops = text[body..last_op_end].trim_end_matches(',');
-            (
-                format!("{}{ops}],\"status\":\"aborted\"}}", &text[..body]),
-                "aborted",
-            )
-        }
-        Some(pc) => {
-            let rest = &text[pc + 1..];
-            let status = match rest.find("\"status\":\"").map(|i| &rest[i + 10..]) {
-                Some(r) if r.starts_with('c') => "committed",
-                Some(r) if r.starts_with('a') => "aborted",
-                _ => "unknown",
-            };
-            // A commit time counts only when something after it shows its digits all arrived.
-            let commit = rest.find("\"commit\":").and_then(|i| {
-                let r = &rest[i + 9..];
-                let n = r.bytes().take_while(u8::is_ascii_digit).count();
-                (n > 0 && n < r.len()).then(|| &r[..n])
-            });
-            let commit = match (status, commit) {
-                ("committed", Some(c)) => format!(",\"commit\":{c}"),
-                _ => String::new(),
-            };
-            (
-                format!("{},\"status\":\"{status}\"{commit}}}", &text[..=pc]),
-                status,
-            )
-        }
-    };
-    valid(&fixed).then_some(Repair::Fixed(fixed, status))
 }
 
 /// One complete record of a log being followed (a line of a file, a message of a stream):
@@ -617,74 +522,4 @@ fn parse_line(
         app,
     });
     Ok(())
-}
-
-/// Writes `h` in the native format, sessions one after another.
-pub fn write(h: &History, out: &mut impl Write) -> std::io::Result<()> {
-    for s in 0..h.num_sessions() {
-        for_each_line(h, s, |line| out.write_all(line.as_bytes()))?;
-    }
-    Ok(())
-}
-
-/// Calls `each` with every transaction of session `s` as a native record (one line, its
-/// newline included), in session order.
-pub fn for_each_line<E>(
-    h: &History,
-    s: usize,
-    mut each: impl FnMut(&str) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut line = String::with_capacity(256);
-    let sname = serde_json::to_string(&h.session_names[s]).unwrap();
-    for t in h.session_range(s) {
-        let ti = t as usize;
-        line.clear();
-        use std::fmt::Write as _;
-        let _ = write!(
-            line,
-            "{{\"session\":{sname},\"txn\":{},\"status\":\"{}\"",
-            h.txn_ext[ti],
-            h.txn_status[ti].as_str()
-        );
-        if h.txn_start[ti] != NO_TIME {
-            let _ = write!(line, ",\"start\":{}", h.txn_start[ti]);
-        }
-        if h.txn_commit[ti] != NO_TIME {
-            let _ = write!(line, ",\"commit\":{}", h.txn_commit[ti]);
-        }
-        line.push_str(",\"ops\":[");
-        for (i, o) in h.ops(t).enumerate() {
-            if i > 0 {
-                line.push(',');
-            }
-            // The fence key under its native name, so fences stay fences (Cobra's is
-            // FZVERSION).
-            let name = match h.fence_key {
-                Some(f) if f == h.op_key[o] => NATIVE_FENCE_KEY,
-                _ => &h.keys[h.op_key[o] as usize],
-            };
-            let key = serde_json::to_string(name).unwrap();
-            let _ = match (h.op_kind[o], h.list_of(o as u32)) {
-                (OpKind::Write, _) => write!(line, "[\"w\",{key},{}", h.op_value[o]),
-                (_, Some(list)) => write!(line, "[\"r\",{key},{list:?}"),
-                (OpKind::Read, _) => write!(line, "[\"r\",{key},{}", h.op_value[o]),
-                (OpKind::ReadInit, _) => write!(line, "[\"r\",{key},null"),
-            };
-            if let Some(a) = h.app_value(o as u32) {
-                line.push(',');
-                line.push_str(&serde_json::to_string(a).unwrap());
-            }
-            line.push(']');
-        }
-        line.push_str("]}\n");
-        each(&line)?;
-    }
-    Ok(())
-}
-
-/// Writes `h` in the native format to a file (created or truncated).
-pub fn write_file(h: &History, path: &Path) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    write(h, &mut out)?;
-    out.flush()
 }

@@ -12,6 +12,8 @@ pub(crate) mod edn;
 pub(crate) mod elle;
 mod gather;
 pub(crate) mod jsonl;
+mod jsonl_repair;
+pub(crate) mod jsonl_write;
 pub(crate) mod load;
 pub(crate) mod polysi;
 mod source;
