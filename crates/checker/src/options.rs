@@ -71,6 +71,9 @@ pub struct Options {
     pub coalesce: bool,
     /// Decide constraints by reachability before solving (§3.3).
     pub prune: bool,
+    /// Serializability: form no constraint between two single-write chains nobody reads (no
+    /// read can tell their order, so any acyclic choice of the rest places them).
+    pub skip_unobserved: bool,
     /// Pruning passes at most (each adds what it decided, so the next may decide more).
     pub prune_rounds: u32,
     /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
@@ -81,6 +84,9 @@ pub struct Options {
     pub solver_order_phase: bool,
     /// Let the acyclicity theory propagate (off: it only detects conflicts).
     pub solver_theory_propagation: bool,
+    /// Leave undecided the solver variables the topological order already satisfies, and
+    /// decide only those a final check finds spoilt.
+    pub solver_lazy: bool,
     /// Limits on the solver (conflicts, a deadline, an interrupt flag); when one is reached
     /// the verdict is [`crate::Verdict::Unknown`].
     pub budget: Budget,
@@ -108,11 +114,13 @@ impl Default for Options {
             combine: true,
             coalesce: true,
             prune: true,
+            skip_unobserved: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,
             solver_order_phase: true,
             solver_theory_propagation: true,
+            solver_lazy: true,
             budget: Budget::unlimited(),
             timeout: None,
             want_order: false,

@@ -288,6 +288,11 @@ pub struct Stats {
     pub restarts: u64,
     /// Clauses learnt.
     pub learnt_clauses: u64,
+    /// Variables left undecided because the order already agreed with an option (counted
+    /// each time one is set aside).
+    pub deferrals: u64,
+    /// Times the set-aside variables were checked against the order and the clauses.
+    pub final_checks: u64,
 }
 
 /// A decision procedure for [`Problem`]s.

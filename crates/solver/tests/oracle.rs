@@ -105,6 +105,15 @@ fn cdcl_agrees_with_brute_force() {
             CdclOptions {
                 order_phase: false,
                 theory_propagation: false,
+                lazy_decisions: false,
+                ..Default::default()
+            },
+            CdclOptions {
+                order_phase: false,
+                ..Default::default()
+            },
+            CdclOptions {
+                lazy_decisions: false,
                 ..Default::default()
             },
         ] {

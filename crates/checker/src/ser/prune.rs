@@ -30,7 +30,7 @@ pub(super) fn prune(
         let csr = Csr::build(b.num_nodes, &b.edges, false);
         let order = graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?;
         if !opts.prune {
-            b.pair_chains(|_, _| false, None);
+            b.pair_chains(|_, _| false, None, opts.skip_unobserved);
             super::dup::expand(b, None).map_err(Pruned::NoWriter)?;
             remaining = (0..b.constraints.len() as u32).collect();
             break;
@@ -83,6 +83,7 @@ pub(super) fn prune(
                             .is_none_or(|(t, h)| ctx.reaches(t, h))
                 },
                 Some(&topo_pos),
+                opts.skip_unobserved,
             );
             remaining.extend(before..b.constraints.len() as u32);
         }
@@ -161,7 +162,7 @@ pub(super) fn prune(
     // A round limit can stop pruning before pairs were formed: they are all constraints then.
     if !b.chain_keys.is_empty() {
         let before = b.constraints.len() as u32;
-        b.pair_chains(|_, _| false, None);
+        b.pair_chains(|_, _| false, None, opts.skip_unobserved);
         remaining.extend(before..b.constraints.len() as u32);
     }
     if !b.dup_pending.is_empty() {

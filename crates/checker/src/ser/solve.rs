@@ -348,6 +348,7 @@ fn run_engine(p: &krait_solver::Problem, opts: &Options) -> (Outcome, krait_solv
             let mut s = krait_solver::Cdcl::new(krait_solver::CdclOptions {
                 order_phase: opts.solver_order_phase,
                 theory_propagation: opts.solver_theory_propagation,
+                lazy_decisions: opts.solver_lazy,
                 ..Default::default()
             });
             let o = s.solve(p, &opts.budget);

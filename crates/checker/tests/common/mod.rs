@@ -254,14 +254,18 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
     let mut v = Vec::new();
     for combine in [true, false] {
         for coalesce in [true, false] {
-            for prune in [true, false] {
-                for (sname, solver, phase, tprop) in [
-                    ("cdcl", SolverKind::Cdcl, true, true),
-                    ("cdcl-plain", SolverKind::Cdcl, false, false),
-                    ("brute", SolverKind::BruteForce, false, false),
+            for (prune, skip_unobserved) in
+                [(true, true), (true, false), (false, true), (false, false)]
+            {
+                for (sname, solver, phase, tprop, lazy) in [
+                    ("cdcl", SolverKind::Cdcl, true, true, true),
+                    ("cdcl-eager", SolverKind::Cdcl, true, true, false),
+                    ("cdcl-plain", SolverKind::Cdcl, false, false, false),
+                    ("brute", SolverKind::BruteForce, false, false, false),
                 ] {
                     let name = format!(
-                        "combine={combine} coalesce={coalesce} prune={prune} solver={sname}"
+                        "combine={combine} coalesce={coalesce} prune={prune} \
+                         skip_unobserved={skip_unobserved} solver={sname}"
                     );
                     v.push((
                         name,
@@ -269,9 +273,11 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                             combine,
                             coalesce,
                             prune,
+                            skip_unobserved,
                             solver,
                             solver_order_phase: phase,
                             solver_theory_propagation: tprop,
+                            solver_lazy: lazy,
                             want_order: true,
                             ..Options::default()
                         },

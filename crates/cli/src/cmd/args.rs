@@ -59,6 +59,10 @@ pub struct CheckFlags {
     /// Do not decide constraints by reachability before solving.
     #[arg(long)]
     pub(crate) no_prune: bool,
+    /// Form the constraints between writes nobody reads too (by default, two single-write
+    /// chains nobody reads get none: no read can tell their order).
+    #[arg(long)]
+    pub(crate) no_skip_unobserved: bool,
     /// At most this many pruning passes (each may decide constraints the last one made
     /// decidable); what is left goes to the solver, so any number keeps the verdict.
     #[arg(long, default_value_t = 64)]
@@ -69,6 +73,10 @@ pub struct CheckFlags {
     /// Do not propagate edges that would close cycles in the solver.
     #[arg(long)]
     pub(crate) no_theory_propagation: bool,
+    /// Let the solver decide every variable (by default it leaves undecided those whose
+    /// option the current topological order already agrees with).
+    #[arg(long)]
+    pub(crate) no_lazy_decisions: bool,
     /// The engine for what pruning leaves: cdcl (ours, conflict-driven with an acyclicity
     /// theory) or brute-force (every assignment; small problems only, for tests).
     #[arg(long, value_enum, default_value = "cdcl")]
@@ -150,9 +158,11 @@ impl Default for CheckFlags {
             no_combine: false,
             no_coalesce: false,
             no_prune: false,
+            no_skip_unobserved: false,
             prune_rounds: 64,
             no_order_phase: false,
             no_theory_propagation: false,
+            no_lazy_decisions: false,
             solver: SolverArg::Cdcl,
             timeout: 600.0,
             timings: false,
@@ -259,6 +269,7 @@ impl CheckArgs {
             combine: !self.no_combine,
             coalesce: !self.no_coalesce,
             prune: !self.no_prune,
+            skip_unobserved: !self.no_skip_unobserved,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),
             solver: match self.solver {
@@ -267,6 +278,7 @@ impl CheckArgs {
             },
             solver_order_phase: !self.no_order_phase,
             solver_theory_propagation: !self.no_theory_propagation,
+            solver_lazy: !self.no_lazy_decisions,
             want_order: self.order,
             max_anomalies: self.max_anomalies.max(1),
             session_order: !self.no_session_order,

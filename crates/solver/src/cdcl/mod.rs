@@ -2,6 +2,7 @@
 //! phase saving seeded from the topological order, Luby restarts, learnt-clause reduction.
 //! Theory lemmas (cycles) are added as clauses, so conflict analysis treats them like any other.
 
+mod lazy;
 mod propagate;
 mod search;
 
@@ -24,6 +25,12 @@ pub struct CdclOptions {
     /// Before search, add ¬a ∨ ¬b for literal edges a = s→x and b = x→s' that would close a
     /// cycle with a known path s' ⇝ s (two-edge cycles through a shared node).
     pub two_cycle_clauses: bool,
+    /// Leave undecided a variable one of whose options the topological order already agrees
+    /// with; when nothing else is left, check that every such variable still has one (the
+    /// order may have moved) and that the clauses hold with those options, deciding only the
+    /// variables for which that fails. On contended histories most variables are of this kind,
+    /// and without it every backjump throws away and redoes hundreds of thousands of decisions.
+    pub lazy_decisions: bool,
 }
 
 impl Default for CdclOptions {
@@ -34,6 +41,7 @@ impl Default for CdclOptions {
             propagation_limit: 64,
             minimize_core: true,
             two_cycle_clauses: false,
+            lazy_decisions: true,
         }
     }
 }
@@ -152,6 +160,10 @@ struct Search<'p> {
     heap: VarHeap,
     phase: Vec<bool>,
     seen: Vec<bool>,
+    /// Variables left undecided because the order agreed with one of their options (a
+    /// variable may stand here stale: `lazy` says whether it still counts).
+    deferred: Vec<u32>,
+    lazy: Vec<u8>,
     stats: Stats,
     num_learnts: usize,
 }
@@ -227,6 +239,8 @@ impl<'p> Search<'p> {
                 ph
             },
             seen: vec![false; nvars],
+            deferred: Vec::new(),
+            lazy: vec![lazy::ACTIVE; nvars],
             stats: Stats::default(),
             num_learnts: 0,
         }

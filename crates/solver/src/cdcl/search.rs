@@ -135,16 +135,13 @@ impl Search<'_> {
             if self.assign[v as usize] != UNDEF {
                 continue;
             }
+            if self.opts.lazy_decisions && self.defer(v) {
+                continue;
+            }
             let mut pos = self.phase[v as usize];
             if self.opts.order_phase {
-                let agrees = |s: &Self, l: Lit| {
-                    s.lit_edges(l).all(|e| {
-                        let (a, b) = s.edges[e];
-                        s.theory.ord[a as usize] < s.theory.ord[b as usize]
-                    })
-                };
                 let vp = Lit::pos(Var(v));
-                let (ap, an) = (agrees(self, vp), agrees(self, !vp));
+                let (ap, an) = (self.agrees(vp), self.agrees(!vp));
                 if ap != an {
                     pos = ap;
                 }
@@ -325,7 +322,14 @@ impl Search<'_> {
                 }
                 match self.pick_branch() {
                     None => {
-                        let model = self.assign.iter().map(|&a| a == 1).collect();
+                        let model = if self.opts.lazy_decisions {
+                            match self.final_check() {
+                                Some(m) => m,
+                                None => continue,
+                            }
+                        } else {
+                            self.assign.iter().map(|&a| a == 1).collect()
+                        };
                         return Outcome::Sat {
                             model,
                             order: self.theory.order(),
