@@ -71,6 +71,9 @@ pub struct Options {
     pub coalesce: bool,
     /// Decide constraints by reachability before solving (§3.3).
     pub prune: bool,
+    /// Pruning adds, of the edges it decides in one pass, only those no other one implies
+    /// through a session (reachability is the same; the graph stays sparse).
+    pub thin_edges: bool,
     /// Serializability: form no constraint between two single-write chains nobody reads (no
     /// read can tell their order, so any acyclic choice of the rest places them).
     pub skip_unobserved: bool,
@@ -115,6 +118,7 @@ impl Default for Options {
             coalesce: true,
             prune: true,
             skip_unobserved: true,
+            thin_edges: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

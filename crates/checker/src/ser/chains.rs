@@ -275,10 +275,24 @@ impl Built {
                 let n = idx.len();
                 // all_after[x]: the chain at x precedes every chain after it in this order.
                 let mut all_after = vec![false; n];
+                // Positions of the chains someone reads: the only partners of one nobody
+                // reads, when those pairs are skipped.
+                let lone = |x: usize| unobserved(&recs[idx[x] as usize], &recs[idx[x] as usize]);
+                let observed: Vec<usize> = (0..n).filter(|&x| !lone(x)).collect();
+                let mut lone_after = 0usize;
                 for x in (0..n).rev() {
                     let ci = &recs[idx[x] as usize];
                     let mut all = true;
-                    for y in x + 1..n {
+                    let partners: Box<dyn Iterator<Item = usize>> = if lone(x) {
+                        // Pairs with the other lone chains after it are skipped, unordered.
+                        all = lone_after == 0;
+                        lone_after += 1;
+                        let from = observed.partition_point(|&y| y <= x);
+                        Box::new(observed[from..].iter().copied())
+                    } else {
+                        Box::new(x + 1..n)
+                    };
+                    for y in partners {
                         let cj = &recs[idx[y] as usize];
                         if unobserved(ci, cj) {
                             all = false;

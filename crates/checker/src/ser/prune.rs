@@ -8,6 +8,9 @@ use crate::stats::CheckStats;
 use crate::Options;
 use rayon::prelude::*;
 
+/// Marks a decision whose chosen side the known graph already implies.
+const IMPLIED: u8 = 4;
+
 /// How pruning ended without leaving constraints to solve.
 pub(super) enum Pruned {
     /// The known graph has a cycle.
@@ -91,15 +94,27 @@ pub(super) fn prune(
             let added = super::dup::expand(b, Some((&ctx, &topo_pos)));
             remaining.extend(added.map_err(Pruned::NoWriter)?);
         }
-        // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first.
+        // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first;
+        // plus IMPLIED when the known graph already has every edge of the side that holds.
+        let implied = |edges: &[(graph::Node, graph::Node, Label)]| {
+            edges.iter().all(|&(u, v, _)| ctx.implied(u, v))
+        };
         let decisions: Vec<u8> = remaining
             .par_iter()
             .map(|&ci| {
                 let c = &b.constraints[ci as usize];
                 if ctx.closes_cycle(b.first_edges(c)) {
-                    1
+                    1 | if implied(b.second_edges(c)) {
+                        IMPLIED
+                    } else {
+                        0
+                    }
                 } else if ctx.closes_cycle(b.second_edges(c)) {
-                    2
+                    2 | if implied(b.first_edges(c)) {
+                        IMPLIED
+                    } else {
+                        0
+                    }
                 } else {
                     0
                 }
@@ -116,10 +131,11 @@ pub(super) fn prune(
         drop(ctx);
         b.decided.resize(b.constraints.len(), Known::Open);
         let mut next = Vec::with_capacity(remaining.len());
+        let mut batch = Vec::new();
         for (&ci, &d) in remaining.iter().zip(&decisions) {
-            let d = match (d, forced.get(&ci)) {
-                (0, Some(&first_impossible)) => 2 - u8::from(first_impossible),
-                _ => d,
+            let (d, skip) = match (d, forced.get(&ci)) {
+                (0, Some(&first_impossible)) => (2 - u8::from(first_impossible), false),
+                _ => (d & !IMPLIED, d & IMPLIED != 0),
             };
             let c = b.constraints[ci as usize].clone();
             let add = match d {
@@ -132,6 +148,11 @@ pub(super) fn prune(
             };
             changed = true;
             b.decided[ci as usize] = if d == 1 { Known::False } else { Known::True };
+            if skip {
+                // Paths the known graph has already say it: the same reachability without
+                // another edge (dense contended keys decide millions of these).
+                continue;
+            }
             // The version order chosen, tail before head, stated as well as the readers' edge,
             // so a cycle through the versions alone shows as the write cycle it is.
             let (tail, head) = if d == 1 {
@@ -147,9 +168,15 @@ pub(super) fn prune(
                 .then(|| (tail, head, Label::fact(EdgeKind::Ww, c.key)));
             for (u, v, mut l) in add.into_iter().chain(extra) {
                 l.constraint = ci;
-                b.edges.push((u, v));
-                b.labels.push(l);
+                batch.push((u, v, l));
             }
+        }
+        if opts.thin_edges {
+            thin_by_chains(&mut batch, &b.chain_of);
+        }
+        for (u, v, l) in batch {
+            b.edges.push((u, v));
+            b.labels.push(l);
         }
         remaining = next;
         if !b.cond.is_empty() {
@@ -170,4 +197,26 @@ pub(super) fn prune(
     }
     stats.prune_rounds = round;
     Ok(remaining)
+}
+
+/// Leaves out of a round's new edges those that others in it imply through a session chain:
+/// of the edges from one node into one chain only the one to the earliest position, and of the
+/// edges into one node from one chain only the one from the latest. Reachability, and so every
+/// later decision, is the same; the graph the next rounds and the solver search stays sparse
+/// (on contended keys most decided edges are of this kind: a gate before every later write of
+/// each session).
+fn thin_by_chains(batch: &mut Vec<(graph::Node, graph::Node, Label)>, chain_of: &[(u32, u32)]) {
+    let at = |x: graph::Node| chain_of.get(x as usize).copied().unwrap_or((u32::MAX, 0));
+    // From one node into one chain: the earliest target.
+    batch.sort_unstable_by_key(|&(u, v, _)| (u, at(v).0, at(v).1));
+    batch.dedup_by(|later, first| {
+        let (c, _) = at(later.1);
+        later.0 == first.0 && c != u32::MAX && c == at(first.1).0
+    });
+    // Into one node from one chain: the latest source.
+    batch.sort_unstable_by_key(|&(u, v, _)| (v, at(u).0, std::cmp::Reverse(at(u).1)));
+    batch.dedup_by(|later, first| {
+        let (c, _) = at(later.0);
+        later.1 == first.1 && c != u32::MAX && c == at(first.0).0
+    });
 }

@@ -274,6 +274,7 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                             coalesce,
                             prune,
                             skip_unobserved,
+                            thin_edges: skip_unobserved,
                             solver,
                             solver_order_phase: phase,
                             solver_theory_propagation: tprop,

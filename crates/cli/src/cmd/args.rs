@@ -63,6 +63,10 @@ pub struct CheckFlags {
     /// chains nobody reads get none: no read can tell their order).
     #[arg(long)]
     pub(crate) no_skip_unobserved: bool,
+    /// Add every edge pruning decides (by default, of one pass's edges those another implies
+    /// through a session are left out; reachability is the same).
+    #[arg(long)]
+    pub(crate) no_thin_edges: bool,
     /// At most this many pruning passes (each may decide constraints the last one made
     /// decidable); what is left goes to the solver, so any number keeps the verdict.
     #[arg(long, default_value_t = 64)]
@@ -159,6 +163,7 @@ impl Default for CheckFlags {
             no_coalesce: false,
             no_prune: false,
             no_skip_unobserved: false,
+            no_thin_edges: false,
             prune_rounds: 64,
             no_order_phase: false,
             no_theory_propagation: false,
@@ -270,6 +275,7 @@ impl CheckArgs {
             coalesce: !self.no_coalesce,
             prune: !self.no_prune,
             skip_unobserved: !self.no_skip_unobserved,
+            thin_edges: !self.no_thin_edges,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),
             solver: match self.solver {
