@@ -16,9 +16,16 @@ pub struct SolverArgs {
 }
 
 /// The engine configurations compared, by name.
-fn configs() -> [(&'static str, CdclOptions); 5] {
+fn configs() -> [(&'static str, CdclOptions); 6] {
     [
         ("cdcl (all heuristics)", CdclOptions::default()),
+        (
+            "cdcl eager decisions",
+            CdclOptions {
+                lazy_decisions: false,
+                ..Default::default()
+            },
+        ),
         (
             "cdcl no order-phase",
             CdclOptions {
@@ -46,6 +53,7 @@ fn configs() -> [(&'static str, CdclOptions); 5] {
                 order_phase: false,
                 theory_propagation: false,
                 two_cycle_clauses: false,
+                lazy_decisions: false,
                 ..Default::default()
             },
         ),

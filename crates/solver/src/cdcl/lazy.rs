@@ -24,10 +24,21 @@ impl Search<'_> {
         })
     }
 
-    /// The option of `v` the order agrees with (its saved phase when both do), if any.
+    /// The option of `v` the order agrees with, if any. When both do, the one with edges (a
+    /// variable that only switches an edge on is implied by clauses that want the edge, never
+    /// against it), else the saved phase. A variable with no edges at all is a plain Boolean:
+    /// the order says nothing about it, and it is decided as usual (None).
     pub(super) fn agreeing_option(&self, v: u32) -> Option<bool> {
         let pos = Lit::pos(Var(v));
+        let (ep, en) = (
+            self.lit_edges(pos).is_empty(),
+            self.lit_edges(!pos).is_empty(),
+        );
+        if ep && en {
+            return None;
+        }
         match (self.agrees(pos), self.agrees(!pos)) {
+            (true, true) if ep != en => Some(en),
             (true, true) => Some(self.phase[v as usize]),
             (true, false) => Some(true),
             (false, true) => Some(false),
