@@ -6,6 +6,7 @@
 
 mod check;
 mod common;
+mod hard;
 mod load;
 mod nats;
 mod online;
@@ -40,6 +41,9 @@ enum BenchCmd {
     Scale(scale::ScaleArgs),
     /// The solver alone on Cobra-shaped instances (n transactions, 2.5n constraints).
     Solver(solver::SolverArgs),
+    /// Contended histories (BlindW-WM/RW, few keys, many sessions) where the solver decides:
+    /// constraints, conflicts, times and memory with today's techniques and without them.
+    Hard(hard::HardArgs),
     /// The collector's overhead (the paper's C8/C9): throughput, p90 latency and history bytes
     /// with and without recording and fences, per store and client count.
     Overhead(overhead::OverheadArgs),
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         BenchCmd::Check(a) => check::run(a),
         BenchCmd::Scale(a) => scale::run(a),
         BenchCmd::Solver(a) => solver::run(a),
+        BenchCmd::Hard(a) => hard::run(a),
         BenchCmd::Overhead(a) => overhead::run(a),
         BenchCmd::Online(a) => online::run(a),
         BenchCmd::Stream(a) => stream::run(a),

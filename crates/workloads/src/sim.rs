@@ -170,7 +170,8 @@ impl Iterator for BlindWStream {
             let snap = seq.saturating_sub(lag).max(prev);
             start = snap * unit + 1;
             let mut picked: Vec<u64> = Vec::with_capacity(p.ops_per_txn);
-            while picked.len() < p.ops_per_txn {
+            // Fewer keys than operations: every key, once each.
+            while picked.len() < p.ops_per_txn.min(keys as usize) {
                 let k = self.rng.below(keys);
                 if !picked.contains(&k) {
                     picked.push(k);
@@ -204,7 +205,8 @@ impl Iterator for BlindWStream {
             }
         } else {
             let mut picked: Vec<u64> = Vec::with_capacity(p.ops_per_txn);
-            while picked.len() < p.ops_per_txn {
+            // Fewer keys than operations: every key, once each.
+            while picked.len() < p.ops_per_txn.min(keys as usize) {
                 let k = self.rng.below(keys);
                 if !picked.contains(&k) {
                     picked.push(k);
@@ -282,6 +284,22 @@ mod tests {
         assert_eq!(a.num_txns(), 500);
         assert_eq!(a.op_value, b.op_value);
         assert_eq!(a.op_kind.len(), 500 * 8);
+    }
+
+    #[test]
+    fn fewer_keys_than_operations_touch_every_key_once() {
+        let h = blindw(&BlindW {
+            keys: 3,
+            ..BlindW::wm(200)
+        });
+        assert_eq!(h.num_txns(), 200);
+        assert_eq!(h.op_kind.len(), 200 * 3);
+        for t in 0..h.num_txns() as u32 {
+            let mut keys: Vec<u32> = h.ops(t).map(|o| h.op_key[o]).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), 3);
+        }
     }
 
     #[test]
