@@ -48,6 +48,17 @@ pub fn child(subcommand: &str) -> anyhow::Result<Command> {
     Ok(c)
 }
 
+/// Generates a history at `p` with `krait generate ARGS` (the simulated store), unless a
+/// file is there from an earlier run.
+pub fn generate_once(p: &Path, args: &[String]) -> anyhow::Result<()> {
+    if p.exists() {
+        return Ok(());
+    }
+    let st = child("generate")?.args(args).arg(p).status()?;
+    anyhow::ensure!(st.success(), "generating {}", p.display());
+    Ok(())
+}
+
 /// Bytes as whole MiB.
 pub fn mb(bytes: f64) -> String {
     format!("{:.0}", bytes / (1 << 20) as f64)

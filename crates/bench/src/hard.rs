@@ -5,7 +5,7 @@
 //! decided, every pair of writes constrained, every decided edge added).
 
 use crate::check::measure;
-use crate::common::{child, mb};
+use crate::common::{generate_once, mb};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,17 +57,18 @@ fn history(
     txns: usize,
 ) -> anyhow::Result<PathBuf> {
     let p = dir.join(format!("{workload}-s{sessions}-k{keys}-{txns}.jsonl"));
-    if !p.exists() {
-        let st = child("generate")?
-            .args(["--workload", workload])
-            .args(["--sessions", &sessions.to_string()])
-            .args(["--keys", &keys.to_string()])
-            .args(["--txns", &txns.to_string()])
-            .arg(&p)
-            .stderr(std::process::Stdio::null())
-            .status()?;
-        anyhow::ensure!(st.success(), "generating {}", p.display());
-    }
+    let args = [
+        "--workload",
+        workload,
+        "--sessions",
+        &sessions.to_string(),
+        "--keys",
+        &keys.to_string(),
+        "--txns",
+        &txns.to_string(),
+    ]
+    .map(String::from);
+    generate_once(&p, &args)?;
     Ok(p)
 }
 

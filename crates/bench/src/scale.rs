@@ -2,7 +2,7 @@
 //! how checking time grows with the history (the files are kept for the next run).
 
 use crate::check::CheckArgs;
-use crate::common::child;
+use crate::common::generate_once;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,13 +25,15 @@ pub fn run(a: ScaleArgs) -> anyhow::Result<ExitCode> {
     let mut paths = Vec::new();
     for n in a.sizes {
         let p = a.dir.join(format!("{}-{n}.jsonl", a.workload));
-        if !p.exists() {
-            let st = child("generate")?
-                .args(["--workload", &a.workload, "--txns", &n.to_string()])
-                .arg(&p)
-                .status()?;
-            anyhow::ensure!(st.success(), "generating {}", p.display());
-        }
+        generate_once(
+            &p,
+            &[
+                "--workload".into(),
+                a.workload.clone(),
+                "--txns".into(),
+                n.to_string(),
+            ],
+        )?;
         paths.push(p);
     }
     crate::check::run(CheckArgs {

@@ -252,8 +252,9 @@ impl Built {
         skip_unobserved: bool,
     ) {
         let skip_unobserved = skip_unobserved && !self.split;
-        let unobserved =
-            |a: &ChainRec, b: &ChainRec| skip_unobserved && a.head == a.gate && b.head == b.gate;
+        // A single write nobody reads: its gate is itself.
+        let lone = |a: &ChainRec| skip_unobserved && a.head == a.gate;
+        let unobserved = |a: &ChainRec, b: &ChainRec| lone(a) && lone(b);
         let recs = &self.chain_recs;
         let pairs: Vec<Vec<(u32, u32)>> = self
             .chain_keys
@@ -275,28 +276,26 @@ impl Built {
                 let n = idx.len();
                 // all_after[x]: the chain at x precedes every chain after it in this order.
                 let mut all_after = vec![false; n];
-                // Positions of the chains someone reads: the only partners of one nobody
-                // reads, when those pairs are skipped.
-                let lone = |x: usize| unobserved(&recs[idx[x] as usize], &recs[idx[x] as usize]);
-                let observed: Vec<usize> = (0..n).filter(|&x| !lone(x)).collect();
+                // A lone chain's partners are the chains someone reads after it; any other
+                // chain's are all chains after it.
+                let every: Vec<usize> = (0..n).collect();
+                let observed: Vec<usize> =
+                    (0..n).filter(|&x| !lone(&recs[idx[x] as usize])).collect();
                 let mut lone_after = 0usize;
                 for x in (0..n).rev() {
                     let ci = &recs[idx[x] as usize];
                     let mut all = true;
-                    let partners: Box<dyn Iterator<Item = usize>> = if lone(x) {
-                        // Pairs with the other lone chains after it are skipped, unordered.
+                    let partners = if lone(ci) {
+                        // Its pairs with the lone chains after it are skipped, unordered.
                         all = lone_after == 0;
                         lone_after += 1;
-                        let from = observed.partition_point(|&y| y <= x);
-                        Box::new(observed[from..].iter().copied())
+                        &observed[observed.partition_point(|&y| y <= x)..]
                     } else {
-                        Box::new(x + 1..n)
+                        &every[x + 1..]
                     };
-                    for y in partners {
+                    for &y in partners {
                         let cj = &recs[idx[y] as usize];
-                        if unobserved(ci, cj) {
-                            all = false;
-                        } else if before(ci, cj) {
+                        if before(ci, cj) {
                             if all_after[y] {
                                 break;
                             }

@@ -97,24 +97,16 @@ pub(super) fn prune(
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first;
         // plus IMPLIED when the known graph already has every edge of the side that holds.
         let implied = |edges: &[(graph::Node, graph::Node, Label)]| {
-            edges.iter().all(|&(u, v, _)| ctx.implied(u, v))
+            IMPLIED * u8::from(edges.iter().all(|&(u, v, _)| ctx.implied(u, v)))
         };
         let decisions: Vec<u8> = remaining
             .par_iter()
             .map(|&ci| {
                 let c = &b.constraints[ci as usize];
                 if ctx.closes_cycle(b.first_edges(c)) {
-                    1 | if implied(b.second_edges(c)) {
-                        IMPLIED
-                    } else {
-                        0
-                    }
+                    1 | implied(b.second_edges(c))
                 } else if ctx.closes_cycle(b.second_edges(c)) {
-                    2 | if implied(b.first_edges(c)) {
-                        IMPLIED
-                    } else {
-                        0
-                    }
+                    2 | implied(b.first_edges(c))
                 } else {
                     0
                 }

@@ -98,16 +98,8 @@ impl Search<'_> {
         self.deferred = list;
         if back.is_empty() {
             // The clauses, read with the completed assignment.
-            let holds = |l: Lit, value: &[i8]| {
-                let a = value[l.var().0 as usize];
-                if l.is_pos() {
-                    a == 1
-                } else {
-                    a == -1
-                }
-            };
             for c in &self.p.clauses {
-                if c.iter().any(|&l| holds(l, &value)) {
+                if c.iter().any(|&l| lit_value(&value, l) == 1) {
                     continue;
                 }
                 // Propagation would have found it if all were assigned: some are set aside.

@@ -47,6 +47,17 @@ impl Default for CdclOptions {
 }
 
 const UNDEF: i8 = 0;
+
+/// A literal's value under an assignment of its variables (1 true, -1 false, 0 unassigned).
+#[inline]
+fn lit_value(assign: &[i8], l: Lit) -> i8 {
+    let a = assign[l.var().0 as usize];
+    if l.is_pos() {
+        a
+    } else {
+        -a
+    }
+}
 const NO_REASON: u32 = u32::MAX;
 
 struct Clause {
@@ -248,12 +259,7 @@ impl<'p> Search<'p> {
 
     #[inline]
     fn value(&self, l: Lit) -> i8 {
-        let a = self.assign[l.var().0 as usize];
-        if l.is_pos() {
-            a
-        } else {
-            -a
-        }
+        lit_value(&self.assign, l)
     }
 
     fn decision_level(&self) -> u32 {

@@ -54,19 +54,14 @@ impl Search<'_> {
                 c.lits.swap(0, 1);
             }
             let first = c.lits[0];
-            let fa = self.assign[first.var().0 as usize];
-            let fval = if first.is_pos() { fa } else { -fa };
-            if first != blocker && fval == 1 {
+            if first != blocker && lit_value(&self.assign, first) == 1 {
                 ws[j] = (cid, first);
                 j += 1;
                 continue;
             }
             let mut found = false;
             for k in 2..c.lits.len() {
-                let l = c.lits[k];
-                let a = self.assign[l.var().0 as usize];
-                let val = if l.is_pos() { a } else { -a };
-                if val != -1 {
+                if lit_value(&self.assign, c.lits[k]) != -1 {
                     c.lits.swap(1, k);
                     let nw = c.lits[1];
                     self.watches[(!nw).index()].push((cid, first));
