@@ -215,6 +215,9 @@ fn run_once(
     let decided = match level {
         Decision::Polygraph => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
+    if !matches!(decided, Decided::Accept { .. }) {
+        b.restore_spare();
+    }
     stats.ambiguous_after_prune = b.choices.iter().filter(|c| c.num_alive() > 1).count();
     stats.conditional_edges = b.cond.len();
     // Reads pruning left one candidate name it in any certificate.

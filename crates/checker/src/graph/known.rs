@@ -47,6 +47,9 @@ pub struct Built {
     pub first_gate: Node,
     pub edges: Vec<(Node, Node)>,
     pub labels: Vec<Label>,
+    /// Known edges others imply through a session chain (`thin`): not searched, put back for
+    /// certificates.
+    pub spare: Vec<(Node, Node, Label)>,
     pub constraints: Vec<Constraint>,
     /// Edge arena for constraints: (u, v, label).
     pub cedges: Vec<(Node, Node, Label)>,
@@ -94,6 +97,7 @@ impl Built {
 }
 
 use super::participants::{final_writes, participants, Participants};
+use super::thin::WrThinner;
 
 /// The known graph of `h` and what its transactions stated (the raw material of a level's
 /// constraints), or the first finding that rules out every serial order. `committed_unknown`:
@@ -120,6 +124,7 @@ pub fn build(
         first_gate: ntx as Node,
         edges: Vec::new(),
         labels: Vec::new(),
+        spare: Vec::new(),
         constraints: Vec::new(),
         cedges: Vec::new(),
         chain_of: vec![(u32::MAX, 0u32); ntx],
@@ -141,8 +146,10 @@ pub fn build(
     b.split_chains();
     let mut f = Facts::default();
     let mut ks = KeySlots::new(h);
+    let mut thin = WrThinner::new(opts.thin_edges, b.num_chains, b.num_nodes);
     for i in 0..b.node_txn.len() {
         txn_facts(h, r, &inc, &mut b, i as Node + 1, &mut f, &mut ks)?;
+        thin.add(&mut b, &ks.wr_buf);
     }
     // Read-modify-writes the transactions made themselves, as opposed to steps of a list.
     let mut real_rmws = if h.has_lists() {
@@ -152,7 +159,7 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    super::sort_by_key_then_rest(&mut f.reads, h.num_keys());
+    super::sort_by_key_then_rest(&mut f.reads, h.num_keys(), b.num_nodes);
     // A list read and the read of its last element may state the same read.
     f.reads.dedup();
     f.writes.sort_unstable();
@@ -236,6 +243,8 @@ pub(super) struct KeySlots {
     scratch: Vec<(u32, u32, u32, u32)>,
     /// Per writer node, the last reader given a write→read edge from it.
     wr_stamp: Vec<u32>,
+    /// The current reader's write→read edges (placed, one per writer), for [`WrThinner`].
+    wr_buf: Vec<(Node, Node, Label)>,
 }
 
 impl KeySlots {
@@ -246,6 +255,7 @@ impl KeySlots {
             stamp: vec![u32::MAX; h.num_keys()],
             scratch: Vec::new(),
             wr_stamp: vec![u32::MAX; h.num_txns() + 1],
+            wr_buf: Vec::new(),
         }
     }
     /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
@@ -274,6 +284,7 @@ fn txn_facts(
     // Reused across transactions; a finding ends the build, so one lost on `?` costs nothing.
     let mut scratch = std::mem::take(&mut ks.scratch);
     scratch.clear();
+    ks.wr_buf.clear();
     for o in h.ops(t) {
         let k = h.op_key[o];
         let slot = if ks.stamp[k as usize] == node {
@@ -365,11 +376,12 @@ fn txn_facts(
             // One write→read edge per (writer, reader) pair is enough for the graph; the fence
             // key's are kept apart, as they may be left out (see `forget_key`).
             let fence = h.fence_key == Some(k);
-            if w != INIT && (fence || ks.wr_stamp[w as usize] != node) {
-                if !fence {
-                    ks.wr_stamp[w as usize] = node;
-                }
+            if w != INIT && fence {
                 b.push_edge(w, node, Label::fact(EdgeKind::Wr, k));
+            } else if w != INIT && ks.wr_stamp[w as usize] != node {
+                ks.wr_stamp[w as usize] = node;
+                let (u, v) = b.ends(w, node, EdgeKind::Wr);
+                ks.wr_buf.push((u, v, Label::fact(EdgeKind::Wr, k)));
             }
         }
         if own != NONE {
@@ -461,6 +473,7 @@ fn forget_key(b: &mut Built, f: &mut Facts, k: u32) {
         .filter(|(_, l)| l.key != k)
         .map(|(&e, &l)| (e, l))
         .unzip();
+    b.spare.retain(|e| e.2.key != k);
 }
 
 /// The key a version-order finding is about.

@@ -17,14 +17,18 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
     for &t in committed_unknown {
         inc[t as usize] = true;
     }
-    loop {
+    // Only unknown outcomes can be drawn in: without any, no pass over the reads is needed.
+    let any_unknown = h.txn_status.iter().any(|&s| s == TxnStatus::Unknown);
+    let mut writers: Vec<TxnId> = Vec::new();
+    while any_unknown {
         let mut changed = false;
         for t in 0..h.num_txns() {
             if !inc[t] {
                 continue;
             }
             for o in h.ops(t as TxnId) {
-                let mut writers: Vec<TxnId> = r.writer_txn(o as u32).into_iter().collect();
+                writers.clear();
+                writers.extend(r.writer_txn(o as u32));
                 // Every element of a list read was appended by a transaction that committed.
                 if let Some(list) = h.list_of(o as u32) {
                     let k = h.op_key[o];
@@ -34,7 +38,7 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
                             .map(|&w| r.op_txn[w as usize]),
                     );
                 }
-                for w in writers {
+                for &w in &writers {
                     if !inc[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
                         inc[w as usize] = true;
                         changed = true;

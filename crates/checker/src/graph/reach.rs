@@ -28,11 +28,17 @@ impl ChainReach {
         let c = nchains;
         let mut minpos = vec![u32::MAX; n * c];
         let mut row = vec![u32::MAX; c];
+        // Nodes that reach no chain (gates nothing follows yet): merging their rows is a no-op,
+        // and before pruning decides anything that is most edges of a read-heavy history.
+        let mut reaches_none = vec![false; n];
         for &x in order.iter().rev() {
             let xi = x as usize;
             row.iter_mut().for_each(|r| *r = u32::MAX);
             // Successors come later in the order, so their rows are final.
             for &(y, _) in csr.succ(x) {
+                if reaches_none[y as usize] {
+                    continue;
+                }
                 let yrow = &minpos[y as usize * c..y as usize * c + c];
                 for (r, &m) in row.iter_mut().zip(yrow) {
                     *r = (*r).min(m);
@@ -41,6 +47,8 @@ impl ChainReach {
             let (ch, pos) = chain_of[xi];
             if ch != u32::MAX {
                 row[ch as usize] = row[ch as usize].min(pos);
+            } else {
+                reaches_none[xi] = row.iter().all(|&r| r == u32::MAX);
             }
             minpos[xi * c..xi * c + c].copy_from_slice(&row);
         }

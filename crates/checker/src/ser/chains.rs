@@ -2,7 +2,7 @@
 //! constraints between chains: one coalesced constraint per pair (the paper's §3.1–3.2), or the
 //! plain polygraph's one per (reader, writer) when coalescing is off.
 
-use crate::graph::{Built, ChainRec, Constraint, EdgeKind, Label, Node, INIT};
+use crate::graph::{add_into, Built, ChainRec, Constraint, EdgeKind, Label, Node, INIT};
 use crate::Options;
 use rayon::prelude::*;
 
@@ -86,11 +86,15 @@ pub(super) fn chains_and_constraints(
         // Inside a chain: readers of a non-last version precede the next write.
         for chain in &chains {
             for i in 0..chain.len() - 1 {
-                for r in readers(chain[i]) {
-                    if r.2 != chain[i + 1] {
-                        b.push_edge(r.2, chain[i + 1], Label::fact(EdgeKind::Rw, k));
-                    }
-                }
+                let next = chain[i + 1];
+                let pl = b.placer();
+                let from: Vec<Node> = readers(chain[i])
+                    .iter()
+                    .filter(|r| r.2 != next)
+                    .map(|r| pl.ends(r.2, next, EdgeKind::Rw).0)
+                    .collect();
+                let label = Label::fact(EdgeKind::Rw, k);
+                add_into(b, &from, next, label, opts.thin_edges);
             }
         }
         if chains.len() < 2 {
@@ -111,9 +115,11 @@ pub(super) fn chains_and_constraints(
                             let g = b.num_nodes as Node;
                             b.num_nodes += 1;
                             b.gate_of.push((tail, k));
-                            for r in rs {
-                                b.push_edge(r.2, g, Label::fact(EdgeKind::Rw, k));
-                            }
+                            let pl = b.placer();
+                            let from: Vec<Node> =
+                                rs.iter().map(|r| pl.ends(r.2, g, EdgeKind::Rw).0).collect();
+                            let label = Label::fact(EdgeKind::Rw, k);
+                            add_into(b, &from, g, label, opts.thin_edges);
                             (g, EdgeKind::Rw)
                         }
                     }

@@ -1,0 +1,108 @@
+//! Known edges that others imply through a session chain, left out of the graph pruning and
+//! the solver search (and kept aside for certificates, which show the direct edge).
+//!
+//! Of a set E of edges between nodes on chains (a chain's earlier position reaches its later
+//! ones), an edge (u, v) is implied when E also has (u, v') with v' earlier on v's chain, or
+//! (u', v) with u' later on u's chain. Leaving out every such edge at once keeps reachability:
+//! the edge standing in for a left-out one has the same source and target chains and a strictly
+//! smaller distance pos(target) − pos(source), so by induction on that distance every left-out
+//! edge is implied by kept ones. Read-heavy histories state most of their write→read and
+//! reader→gate edges this way (a reader of 160 keys reads from at most one writer per session
+//! that matters, a writer is seen first by one reader per session).
+
+use super::{Built, Label, Node};
+
+const NONE: (u32, u32) = (u32::MAX, u32::MAX);
+
+/// Thins the write→read edges of each reader as they are stated, readers in any order (in
+/// session order it leaves out the most).
+pub(crate) struct WrThinner {
+    on: bool,
+    /// Per chain: (reader node, latest position of a writer on that chain it read from).
+    latest: Vec<(u32, u32)>,
+    /// Per writer node: (chain, earliest position) of a reader of it seen so far on one chain.
+    first_in: Vec<(u32, u32)>,
+}
+
+impl WrThinner {
+    pub(crate) fn new(on: bool, num_chains: usize, num_nodes: usize) -> WrThinner {
+        WrThinner {
+            on,
+            latest: if on { vec![NONE; num_chains] } else { Vec::new() },
+            first_in: if on { vec![NONE; num_nodes] } else { Vec::new() },
+        }
+    }
+
+    /// Adds the write→read edges of one reader (`edges`: placed (writer, reader) with their
+    /// labels, one per writer), leaving out those others imply.
+    pub(crate) fn add(&mut self, b: &mut Built, edges: &[(Node, Node, Label)]) {
+        if !self.on {
+            for &(u, v, l) in edges {
+                b.edges.push((u, v));
+                b.labels.push(l);
+            }
+            return;
+        }
+        let Some(&(_, r, _)) = edges.first() else {
+            return;
+        };
+        let at = |x: Node| b.chain_of[x as usize];
+        for &(w, _, _) in edges {
+            let (c, p) = at(w);
+            if c != u32::MAX {
+                let slot = &mut self.latest[c as usize];
+                if slot.0 != r || slot.1 < p {
+                    *slot = (r, p);
+                }
+            }
+        }
+        let (rc, rp) = at(r);
+        for &(w, _, l) in edges {
+            let (c, p) = at(w);
+            let later_writer = c != u32::MAX && self.latest[c as usize].1 > p;
+            let fi = &mut self.first_in[w as usize];
+            let earlier_reader = rc != u32::MAX && fi.0 == rc && fi.1 < rp;
+            if rc != u32::MAX && (fi.0 != rc || fi.1 > rp) {
+                *fi = (rc, rp);
+            }
+            if later_writer || earlier_reader {
+                b.spare.push((w, r, l));
+            } else {
+                b.edges.push((w, r));
+                b.labels.push(l);
+            }
+        }
+    }
+}
+
+/// Adds edges from several sources into one target (`sources` sorted by node, so a chain's
+/// nodes come in position order), leaving out those from a node its chain's later source
+/// follows.
+pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Label, on: bool) {
+    for (i, &u) in sources.iter().enumerate() {
+        let (c, p) = b.chain_of[u as usize];
+        let implied = on
+            && c != u32::MAX
+            && sources.get(i + 1).is_some_and(|&n| {
+                let (c2, p2) = b.chain_of[n as usize];
+                c2 == c && p2 > p
+            });
+        if implied {
+            b.spare.push((u, target, label));
+        } else {
+            b.edges.push((u, target));
+            b.labels.push(label);
+        }
+    }
+}
+
+impl Built {
+    /// Puts the left-out edges back, for certificates: a cycle then shows each step as the
+    /// history stated it, not as a detour through a session.
+    pub(crate) fn restore_spare(&mut self) {
+        for (u, v, l) in std::mem::take(&mut self.spare) {
+            self.edges.push((u, v));
+            self.labels.push(l);
+        }
+    }
+}
