@@ -3,11 +3,9 @@
 //! A read no serial order can explain is returned as a typed [`Finding`], not in words.
 
 use super::{Choice, CondEdge, EdgeKind, Facts, Known, Label, Node, NO_KEY};
-use crate::findings::{Finding, NoWriter};
+use crate::findings::Finding;
 use crate::Options;
-use krait_history::{
-    History, OpKind, Resolution, TxnId, TxnStatus, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
-};
+use krait_history::{History, Resolution, TxnId, TxnStatus};
 
 /// The synthetic transaction that wrote every key's initial version.
 pub const INIT: Node = 0;
@@ -96,8 +94,7 @@ impl Built {
     }
 }
 
-use super::participants::{final_writes, participants, Participants};
-use super::thin::WrThinner;
+use super::participants::{participants, Participants};
 
 /// The known graph of `h` and what its transactions stated (the raw material of a level's
 /// constraints), or the first finding that rules out every serial order. `committed_unknown`:
@@ -144,13 +141,9 @@ pub fn build(
     }
     session_order(h, &mut b);
     b.split_chains();
-    let mut f = Facts::default();
-    let mut ks = KeySlots::new(h);
-    let mut thin = WrThinner::new(opts.thin_edges, b.num_chains, b.num_nodes);
-    for i in 0..b.node_txn.len() {
-        txn_facts(h, r, &inc, &mut b, i as Node + 1, &mut f, &mut ks)?;
-        thin.add(&mut b, &ks.wr_buf);
-    }
+
+    let mut f = super::txn_facts::all_facts(h, r, &inc, &mut b, opts.thin_edges)?;
+
     // Read-modify-writes the transactions made themselves, as opposed to steps of a list.
     let mut real_rmws = if h.has_lists() {
         f.rmws.clone()
@@ -230,234 +223,6 @@ fn session_order(h: &History, b: &mut Built) {
     });
     b.txn_node = txn_node;
     b.chain_of[INIT as usize] = (h.num_sessions() as u32, 0);
-}
-
-/// What the per-transaction pass reuses: which writes are final in their transaction (one pass
-/// over all ops, so no read scans its writer's ops again), and a slot per key stamped with the
-/// transaction using it (so a transaction of many ops finds its key's slot at once).
-pub(super) struct KeySlots {
-    final_write: Vec<bool>,
-    stamp: Vec<u32>,
-    slot: Vec<u32>,
-    /// (key, last own write op, external source, first external read op)
-    scratch: Vec<(u32, u32, u32, u32)>,
-    /// Per writer node, the last reader given a write→read edge from it.
-    wr_stamp: Vec<u32>,
-    /// The current reader's write→read edges (placed, one per writer), for [`WrThinner`].
-    wr_buf: Vec<(Node, Node, Label)>,
-}
-
-impl KeySlots {
-    pub(super) fn new(h: &History) -> KeySlots {
-        KeySlots {
-            final_write: final_writes(h),
-            slot: vec![0; h.num_keys()],
-            stamp: vec![u32::MAX; h.num_keys()],
-            scratch: Vec::new(),
-            wr_stamp: vec![u32::MAX; h.num_txns() + 1],
-            wr_buf: Vec::new(),
-        }
-    }
-    /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
-    fn overwritten(&self, o: u32) -> bool {
-        !self.final_write[o as usize]
-    }
-}
-
-/// One transaction's reads and writes, key by key: its own reads must see its own latest write,
-/// an external read must name a committed writer's final version and be the same every time;
-/// write→read edges go into the known graph. A read whose value several writes wrote keeps the
-/// candidates that could be its writer; with one left it is an ordinary read.
-fn txn_facts(
-    h: &History,
-    r: &Resolution,
-    inc: &[bool],
-    b: &mut Built,
-    node: Node,
-    f: &mut Facts,
-    ks: &mut KeySlots,
-) -> Result<(), Finding> {
-    const NONE: u32 = u32::MAX;
-    // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
-    const NO_SRC: u32 = FROM_NOBODY;
-    let t = b.node_txn[node as usize - 1];
-    // Reused across transactions; a finding ends the build, so one lost on `?` costs nothing.
-    let mut scratch = std::mem::take(&mut ks.scratch);
-    scratch.clear();
-    ks.wr_buf.clear();
-    for o in h.ops(t) {
-        let k = h.op_key[o];
-        let slot = if ks.stamp[k as usize] == node {
-            ks.slot[k as usize] as usize
-        } else {
-            ks.stamp[k as usize] = node;
-            ks.slot[k as usize] = scratch.len() as u32;
-            scratch.push((k, NONE, NO_SRC, NONE));
-            scratch.len() - 1
-        };
-        if h.op_kind[o] == OpKind::Write {
-            scratch[slot].1 = o as u32;
-            continue;
-        }
-        let op = o as u32;
-        let mut src = r.read_from[o];
-        let own = scratch[slot].1;
-        if own != NONE {
-            // By value: another write of the same value is the same version to this reader.
-            let seen = src == own
-                || (h.op_kind[o] == OpKind::Read && h.op_value[o] == h.op_value[own as usize]);
-            if !seen {
-                return Err(Finding::OwnWriteNotSeen { txn: t, op, own });
-            }
-            continue;
-        }
-        if src == FROM_NOBODY {
-            return Err(Finding::ReadOfNobody { op });
-        }
-        if src == FROM_AMBIGUOUS {
-            let (prev, first) = (scratch[slot].2, scratch[slot].3);
-            if prev != NO_SRC
-                && h.op_kind[first as usize] == OpKind::Read
-                && h.op_value[first as usize] == h.op_value[o]
-            {
-                // The same value again: the same version, whichever write that is.
-                match prev {
-                    FROM_AMBIGUOUS => open_choice(f, k).ops.push(op),
-                    _ => f.resolved.push((op, prev)),
-                }
-                continue;
-            }
-            src = viable_writer(h, r, inc, t, op, f, ks)?;
-        } else if src != FROM_INIT {
-            let w = r.op_txn[src as usize];
-            if w == t {
-                return Err(Finding::FutureRead { txn: t, op });
-            }
-            if !inc[w as usize] {
-                return Err(Finding::AbortedRead { op });
-            }
-            if ks.overwritten(src) {
-                return Err(Finding::IntermediateRead { op });
-            }
-        }
-        let (prev, first) = (scratch[slot].2, scratch[slot].3);
-        // An ambiguous read of another value than the first read's is another version.
-        if prev != NO_SRC && (src != prev || src == FROM_AMBIGUOUS) {
-            return Err(Finding::NonRepeatable {
-                txn: t,
-                key: k,
-                first,
-                second: op,
-            });
-        }
-        scratch[slot].2 = src;
-        scratch[slot].3 = op;
-    }
-    for &(k, own, src, _) in &scratch {
-        let src_node = match src {
-            NO_SRC | FROM_AMBIGUOUS => None,
-            FROM_INIT => Some(INIT),
-            s => Some(b.txn_node[r.op_txn[s as usize] as usize]),
-        };
-        if src == FROM_AMBIGUOUS {
-            let c = open_choice(f, k);
-            c.reader = node;
-            c.cands = c
-                .cand_ops
-                .iter()
-                .map(|&w| match w {
-                    FROM_INIT => INIT,
-                    w => b.txn_node[r.op_txn[w as usize] as usize],
-                })
-                .collect();
-        }
-        if let Some(w) = src_node {
-            f.reads.push((k, w, node));
-            // One write→read edge per (writer, reader) pair is enough for the graph; the fence
-            // key's are kept apart, as they may be left out (see `forget_key`).
-            let fence = h.fence_key == Some(k);
-            if w != INIT && fence {
-                b.push_edge(w, node, Label::fact(EdgeKind::Wr, k));
-            } else if w != INIT && ks.wr_stamp[w as usize] != node {
-                ks.wr_stamp[w as usize] = node;
-                let (u, v) = b.ends(w, node, EdgeKind::Wr);
-                ks.wr_buf.push((u, v, Label::fact(EdgeKind::Wr, k)));
-            }
-        }
-        if own != NONE {
-            f.writes.push((k, node));
-            if let Some(w) = src_node {
-                f.rmws.push((k, w, node));
-            }
-        }
-    }
-    ks.scratch = scratch;
-    Ok(())
-}
-
-/// The choice this transaction opened for key `k` (its reader is set once the transaction's
-/// reads are all seen; until then it is 0, which no reader is).
-fn open_choice(f: &mut Facts, k: u32) -> &mut Choice {
-    f.amb
-        .iter_mut()
-        .rev()
-        .find(|c| c.key == k && c.reader == 0)
-        .expect("opened by the transaction's first read of the key")
-}
-
-/// The candidates of ambiguous read `op` of transaction `t` that could be its writer: the
-/// initial state, or a final write of a transaction that takes part and is not `t`. With one
-/// left, that is the read's source (recorded in `f.resolved`); with more, a [`Choice`] is
-/// opened (`FROM_AMBIGUOUS` returned); with none, every candidate's reason is the finding.
-fn viable_writer(
-    h: &History,
-    r: &Resolution,
-    inc: &[bool],
-    t: TxnId,
-    op: u32,
-    f: &mut Facts,
-    ks: &KeySlots,
-) -> Result<u32, Finding> {
-    let cands = r.candidates(op);
-    let mut ok: Vec<u32> = Vec::with_capacity(cands.len());
-    let mut why = Vec::new();
-    for &c in cands {
-        if c == FROM_INIT {
-            ok.push(c);
-            continue;
-        }
-        let w = r.op_txn[c as usize];
-        let reason = if w == t {
-            NoWriter::Own
-        } else if !inc[w as usize] {
-            NoWriter::NotCommitted
-        } else if ks.overwritten(c) {
-            NoWriter::Overwritten
-        } else {
-            ok.push(c);
-            continue;
-        };
-        why.push((c, reason));
-    }
-    match ok.len() {
-        0 => Err(Finding::NoWriter { op, why }),
-        1 => {
-            f.resolved.push((op, ok[0]));
-            Ok(ok[0])
-        }
-        n => {
-            f.amb.push(Choice {
-                key: h.op_key[op as usize],
-                reader: 0,
-                ops: vec![op],
-                cands: Vec::new(),
-                cand_ops: ok,
-                alive: vec![true; n],
-                why: vec![None; n],
-            });
-            Ok(FROM_AMBIGUOUS)
-        }
-    }
 }
 
 /// Leaves out every fact about key `k`: its reads, writes, read-modify-write steps and the

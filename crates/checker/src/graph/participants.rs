@@ -18,9 +18,12 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
         inc[t as usize] = true;
     }
     // Only unknown outcomes can be drawn in: without any, no pass over the reads is needed.
-    let any_unknown = h.txn_status.iter().any(|&s| s == TxnStatus::Unknown);
+    let any_unknown = h.txn_status.contains(&TxnStatus::Unknown);
     let mut writers: Vec<TxnId> = Vec::new();
-    while any_unknown {
+    loop {
+        if !any_unknown {
+            break;
+        }
         let mut changed = false;
         for t in 0..h.num_txns() {
             if !inc[t] {

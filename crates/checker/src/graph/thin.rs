@@ -28,25 +28,37 @@ impl WrThinner {
     pub(crate) fn new(on: bool, num_chains: usize, num_nodes: usize) -> WrThinner {
         WrThinner {
             on,
-            latest: if on { vec![NONE; num_chains] } else { Vec::new() },
-            first_in: if on { vec![NONE; num_nodes] } else { Vec::new() },
+            latest: if on {
+                vec![NONE; num_chains]
+            } else {
+                Vec::new()
+            },
+            first_in: if on {
+                vec![NONE; num_nodes]
+            } else {
+                Vec::new()
+            },
         }
     }
 
     /// Adds the write→read edges of one reader (`edges`: placed (writer, reader) with their
-    /// labels, one per writer), leaving out those others imply.
-    pub(crate) fn add(&mut self, b: &mut Built, edges: &[(Node, Node, Label)]) {
+    /// labels, one per writer) to `sink`, leaving out those others imply.
+    pub(crate) fn add(
+        &mut self,
+        chain_of: &[(u32, u32)],
+        sink: &mut EdgeSink,
+        edges: &[(Node, Node, Label)],
+    ) {
         if !self.on {
             for &(u, v, l) in edges {
-                b.edges.push((u, v));
-                b.labels.push(l);
+                sink.push(u, v, l);
             }
             return;
         }
         let Some(&(_, r, _)) = edges.first() else {
             return;
         };
-        let at = |x: Node| b.chain_of[x as usize];
+        let at = |x: Node| chain_of[x as usize];
         for &(w, _, _) in edges {
             let (c, p) = at(w);
             if c != u32::MAX {
@@ -66,12 +78,33 @@ impl WrThinner {
                 *fi = (rc, rp);
             }
             if later_writer || earlier_reader {
-                b.spare.push((w, r, l));
+                sink.spare.push((w, r, l));
             } else {
-                b.edges.push((w, r));
-                b.labels.push(l);
+                sink.push(w, r, l);
             }
         }
+    }
+}
+
+/// Known edges stated apart from the graph (by one range of transactions), joined later.
+#[derive(Default)]
+pub(crate) struct EdgeSink {
+    edges: Vec<(Node, Node)>,
+    labels: Vec<Label>,
+    spare: Vec<(Node, Node, Label)>,
+}
+
+impl EdgeSink {
+    #[inline]
+    pub(crate) fn push(&mut self, u: Node, v: Node, l: Label) {
+        self.edges.push((u, v));
+        self.labels.push(l);
+    }
+    /// Appends everything to the graph's edges, in the order stated.
+    pub(crate) fn drain_into(self, b: &mut Built) {
+        b.edges.extend_from_slice(&self.edges);
+        b.labels.extend_from_slice(&self.labels);
+        b.spare.extend_from_slice(&self.spare);
     }
 }
 

@@ -34,6 +34,8 @@ pub(super) fn chains_and_constraints(
     let mut rd = key_groups(reads, |r| r.0).peekable();
     let mut rm = key_groups(rmws, |r| r.0).peekable();
     let mut chains: Vec<Vec<Node>> = Vec::new();
+    // Sources of edges into one node, reused.
+    let mut from: Vec<Node> = Vec::new();
     for (k, wr) in key_groups(writes, |w| w.0) {
         while rd.peek().is_some_and(|(rk, _)| *rk < k) {
             rd.next();
@@ -88,11 +90,13 @@ pub(super) fn chains_and_constraints(
             for i in 0..chain.len() - 1 {
                 let next = chain[i + 1];
                 let pl = b.placer();
-                let from: Vec<Node> = readers(chain[i])
-                    .iter()
-                    .filter(|r| r.2 != next)
-                    .map(|r| pl.ends(r.2, next, EdgeKind::Rw).0)
-                    .collect();
+                from.clear();
+                from.extend(
+                    readers(chain[i])
+                        .iter()
+                        .filter(|r| r.2 != next)
+                        .map(|r| pl.ends(r.2, next, EdgeKind::Rw).0),
+                );
                 let label = Label::fact(EdgeKind::Rw, k);
                 add_into(b, &from, next, label, opts.thin_edges);
             }
@@ -116,8 +120,8 @@ pub(super) fn chains_and_constraints(
                             b.num_nodes += 1;
                             b.gate_of.push((tail, k));
                             let pl = b.placer();
-                            let from: Vec<Node> =
-                                rs.iter().map(|r| pl.ends(r.2, g, EdgeKind::Rw).0).collect();
+                            from.clear();
+                            from.extend(rs.iter().map(|r| pl.ends(r.2, g, EdgeKind::Rw).0));
                             let label = Label::fact(EdgeKind::Rw, k);
                             add_into(b, &from, g, label, opts.thin_edges);
                             (g, EdgeKind::Rw)

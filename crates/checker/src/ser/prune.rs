@@ -29,26 +29,43 @@ pub(super) fn prune(
 ) -> Result<Vec<u32>, Pruned> {
     let mut remaining: Vec<u32> = (0..b.constraints.len() as u32).collect();
     let mut round = 0;
+    // The graph (edge count, node count) last found acyclic: edges are only ever added, so a
+    // last pass that added none needs no second look.
+    let mut acyclic_at = (usize::MAX, 0);
+    // Gate predecessors and the graph they were taken from: only edges into gates change them.
+    let mut preds_at: Option<(Csr, usize, usize)> = None;
     loop {
+        let open_choices = b.choices.iter().any(|c| c.num_alive() > 1);
+        let done = round >= opts.prune_rounds
+            || (remaining.is_empty()
+                && b.chain_keys.is_empty()
+                && b.dup_pending.is_empty()
+                && !open_choices);
+        if opts.prune && done && acyclic_at == (b.edges.len(), b.num_nodes) {
+            break;
+        }
         let csr = Csr::build(b.num_nodes, &b.edges, false);
         let order = graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?;
+        acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
             b.pair_chains(|_, _| false, None, opts.skip_unobserved);
             super::dup::expand(b, None).map_err(Pruned::NoWriter)?;
             remaining = (0..b.constraints.len() as u32).collect();
             break;
         }
-        let open_choices = b.choices.iter().any(|c| c.num_alive() > 1);
-        if round >= opts.prune_rounds
-            || (remaining.is_empty()
-                && b.chain_keys.is_empty()
-                && b.dup_pending.is_empty()
-                && !open_choices)
-        {
+        if done {
             break;
         }
         round += 1;
-        let preds = gate_preds(b);
+        let preds = match preds_at.take() {
+            Some((p, m, n))
+                if n == b.num_nodes && b.edges[m..].iter().all(|&(_, v)| v < b.first_gate) =>
+            {
+                p
+            }
+            _ => gate_preds(b),
+        };
+        let preds_of = (b.edges.len(), b.num_nodes);
         let mut topo_pos = vec![0u32; b.num_nodes];
         for (i, &x) in order.iter().enumerate() {
             topo_pos[x as usize] = i as u32;
@@ -121,6 +138,7 @@ pub(super) fn prune(
             forced.extend(f);
         }
         drop(ctx);
+        preds_at = Some((preds, preds_of.0, preds_of.1));
         b.decided.resize(b.constraints.len(), Known::Open);
         let mut next = Vec::with_capacity(remaining.len());
         let mut batch = Vec::new();

@@ -282,8 +282,14 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
     let mut b = HistoryBuilder::new().with_cobra_claims();
     let mut keys: FxHashMap<u64, KeyId> = FxHashMap::default();
     let mut warnings = Vec::new();
+    // One buffer for every file: a fresh one per file is memory the kernel maps in again.
+    let mut bytes = Vec::new();
     for (_, path) in &files {
-        let bytes = std::fs::read(path).map_err(|e| InputError::io(path, e))?;
+        use std::io::Read;
+        bytes.clear();
+        std::fs::File::open(path)
+            .and_then(|mut file| file.read_to_end(&mut bytes))
+            .map_err(|e| InputError::io(path, e))?;
         let ts = opts.timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
         b.begin_session(session_name(path));
         read_session(&bytes, path, ts, &mut b, &mut keys, &mut warnings)?;

@@ -1,0 +1,314 @@
+//! Each transaction's facts — its reads checked against its own writes and its writers, the
+//! write→read edges, the (key, writer, reader) reads, writes and read-modify-write steps chains
+//! are made of — stated for ranges of transactions in parallel and joined in node order, so the
+//! result (and the first finding) is the one a single pass would give.
+
+use super::participants::final_writes;
+use super::thin::{EdgeSink, WrThinner};
+use super::{Built, Choice, EdgeKind, Facts, Label, Node, INIT};
+use crate::findings::{Finding, NoWriter};
+use krait_history::{History, OpKind, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY};
+use rayon::prelude::*;
+
+/// The facts of every included transaction (`inc`), with their write→read edges added to `b`
+/// (thinned when `thin`), or the finding of the first transaction, in node order, that has one.
+pub(super) fn all_facts(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    b: &mut Built,
+    thin: bool,
+) -> Result<Facts, Finding> {
+    let final_write = final_writes(h);
+    let ranges = node_ranges(h, b, rayon::current_num_threads() * 2);
+    let bref: &Built = b;
+    let parts: Vec<Result<(Facts, EdgeSink), Finding>> = ranges
+        .into_par_iter()
+        .map(|(lo, hi)| {
+            let mut f = Facts::default();
+            let ops: usize = (lo..hi)
+                .map(|n| h.ops(bref.node_txn[n as usize - 1]).len())
+                .sum();
+            // At most one fact per op: sized once, not grown through copies.
+            f.reads.reserve(ops);
+            let mut ks = KeySlots::new(h, &final_write);
+            let mut sink = EdgeSink::default();
+            let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
+            for node in lo..hi {
+                txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
+                thinner.add(&bref.chain_of, &mut sink, &ks.wr_buf);
+            }
+            Ok((f, sink))
+        })
+        .collect();
+    let mut all = Facts::default();
+    for part in parts {
+        let (f, sink) = part?;
+        if all.reads.is_empty() {
+            all.reads = f.reads;
+        } else {
+            all.reads.extend_from_slice(&f.reads);
+        }
+        all.writes.extend(f.writes);
+        all.rmws.extend(f.rmws);
+        all.amb.extend(f.amb);
+        all.resolved.extend(f.resolved);
+        sink.drain_into(b);
+    }
+    Ok(all)
+}
+
+/// Node ranges [lo, hi) of about equal op counts, `parts` of them at most. A writer's first
+/// reader in a session may fall in another range than its later ones; thinning then keeps an
+/// edge more, never one less.
+fn node_ranges(h: &History, b: &Built, parts: usize) -> Vec<(Node, Node)> {
+    let n = b.node_txn.len() as Node;
+    let total: usize = b.node_txn.iter().map(|&t| h.ops(t).len()).sum();
+    if total < 1 << 16 || parts <= 1 {
+        return vec![(1, n + 1)];
+    }
+    let per = total.div_ceil(parts);
+    let mut out = Vec::with_capacity(parts);
+    let (mut lo, mut acc) = (1, 0);
+    for node in 1..=n {
+        acc += h.ops(b.node_txn[node as usize - 1]).len();
+        if acc >= per {
+            out.push((lo, node + 1));
+            (lo, acc) = (node + 1, 0);
+        }
+    }
+    if lo <= n {
+        out.push((lo, n + 1));
+    }
+    out
+}
+
+/// What the per-transaction pass reuses: which writes are final in their transaction (one pass
+/// over all ops, so no read scans its writer's ops again), and a slot per key stamped with the
+/// transaction using it (so a transaction of many ops finds its key's slot at once).
+struct KeySlots<'a> {
+    final_write: &'a [bool],
+    stamp: Vec<u32>,
+    slot: Vec<u32>,
+    /// (key, last own write op, external source, first external read op)
+    scratch: Vec<(u32, u32, u32, u32)>,
+    /// Per writer node, the last reader given a write→read edge from it.
+    wr_stamp: Vec<u32>,
+    /// The current reader's write→read edges (placed, one per writer), for [`WrThinner`].
+    wr_buf: Vec<(Node, Node, Label)>,
+}
+
+impl<'a> KeySlots<'a> {
+    fn new(h: &History, final_write: &'a [bool]) -> KeySlots<'a> {
+        KeySlots {
+            final_write,
+            slot: vec![0; h.num_keys()],
+            stamp: vec![u32::MAX; h.num_keys()],
+            scratch: Vec::new(),
+            wr_stamp: vec![u32::MAX; h.num_txns() + 1],
+            wr_buf: Vec::new(),
+        }
+    }
+    /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
+    fn overwritten(&self, o: u32) -> bool {
+        !self.final_write[o as usize]
+    }
+}
+
+/// One transaction's reads and writes, key by key: its own reads must see its own latest write,
+/// an external read must name a committed writer's final version and be the same every time;
+/// write→read edges go into the known graph. A read whose value several writes wrote keeps the
+/// candidates that could be its writer; with one left it is an ordinary read.
+fn txn_facts(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    b: &Built,
+    node: Node,
+    f: &mut Facts,
+    ks: &mut KeySlots,
+    sink: &mut EdgeSink,
+) -> Result<(), Finding> {
+    const NONE: u32 = u32::MAX;
+    // No external read yet (FROM_NOBODY reads are rejected before they are recorded).
+    const NO_SRC: u32 = FROM_NOBODY;
+    let t = b.node_txn[node as usize - 1];
+    // Reused across transactions; a finding ends the build, so one lost on `?` costs nothing.
+    let mut scratch = std::mem::take(&mut ks.scratch);
+    scratch.clear();
+    ks.wr_buf.clear();
+    for o in h.ops(t) {
+        let k = h.op_key[o];
+        let slot = if ks.stamp[k as usize] == node {
+            ks.slot[k as usize] as usize
+        } else {
+            ks.stamp[k as usize] = node;
+            ks.slot[k as usize] = scratch.len() as u32;
+            scratch.push((k, NONE, NO_SRC, NONE));
+            scratch.len() - 1
+        };
+        if h.op_kind[o] == OpKind::Write {
+            scratch[slot].1 = o as u32;
+            continue;
+        }
+        let op = o as u32;
+        let mut src = r.read_from[o];
+        let own = scratch[slot].1;
+        if own != NONE {
+            // By value: another write of the same value is the same version to this reader.
+            let seen = src == own
+                || (h.op_kind[o] == OpKind::Read && h.op_value[o] == h.op_value[own as usize]);
+            if !seen {
+                return Err(Finding::OwnWriteNotSeen { txn: t, op, own });
+            }
+            continue;
+        }
+        if src == FROM_NOBODY {
+            return Err(Finding::ReadOfNobody { op });
+        }
+        if src == FROM_AMBIGUOUS {
+            let (prev, first) = (scratch[slot].2, scratch[slot].3);
+            if prev != NO_SRC
+                && h.op_kind[first as usize] == OpKind::Read
+                && h.op_value[first as usize] == h.op_value[o]
+            {
+                // The same value again: the same version, whichever write that is.
+                match prev {
+                    FROM_AMBIGUOUS => open_choice(f, k).ops.push(op),
+                    _ => f.resolved.push((op, prev)),
+                }
+                continue;
+            }
+            src = viable_writer(h, r, inc, t, op, f, ks)?;
+        } else if src != FROM_INIT {
+            let w = r.op_txn[src as usize];
+            if w == t {
+                return Err(Finding::FutureRead { txn: t, op });
+            }
+            if !inc[w as usize] {
+                return Err(Finding::AbortedRead { op });
+            }
+            if ks.overwritten(src) {
+                return Err(Finding::IntermediateRead { op });
+            }
+        }
+        let (prev, first) = (scratch[slot].2, scratch[slot].3);
+        // An ambiguous read of another value than the first read's is another version.
+        if prev != NO_SRC && (src != prev || src == FROM_AMBIGUOUS) {
+            return Err(Finding::NonRepeatable {
+                txn: t,
+                key: k,
+                first,
+                second: op,
+            });
+        }
+        scratch[slot].2 = src;
+        scratch[slot].3 = op;
+    }
+    for &(k, own, src, _) in &scratch {
+        let src_node = match src {
+            NO_SRC | FROM_AMBIGUOUS => None,
+            FROM_INIT => Some(INIT),
+            s => Some(b.txn_node[r.op_txn[s as usize] as usize]),
+        };
+        if src == FROM_AMBIGUOUS {
+            let c = open_choice(f, k);
+            c.reader = node;
+            c.cands = c
+                .cand_ops
+                .iter()
+                .map(|&w| match w {
+                    FROM_INIT => INIT,
+                    w => b.txn_node[r.op_txn[w as usize] as usize],
+                })
+                .collect();
+        }
+        if let Some(w) = src_node {
+            f.reads.push((k, w, node));
+            // One write→read edge per (writer, reader) pair is enough for the graph; the fence
+            // key's are kept apart, as they may be left out (see `forget_key`).
+            let fence = h.fence_key == Some(k);
+            if w != INIT && fence {
+                let (u, v) = b.ends(w, node, EdgeKind::Wr);
+                sink.push(u, v, Label::fact(EdgeKind::Wr, k));
+            } else if w != INIT && ks.wr_stamp[w as usize] != node {
+                ks.wr_stamp[w as usize] = node;
+                let (u, v) = b.ends(w, node, EdgeKind::Wr);
+                ks.wr_buf.push((u, v, Label::fact(EdgeKind::Wr, k)));
+            }
+        }
+        if own != NONE {
+            f.writes.push((k, node));
+            if let Some(w) = src_node {
+                f.rmws.push((k, w, node));
+            }
+        }
+    }
+    ks.scratch = scratch;
+    Ok(())
+}
+
+/// The choice this transaction opened for key `k` (its reader is set once the transaction's
+/// reads are all seen; until then it is 0, which no reader is).
+fn open_choice(f: &mut Facts, k: u32) -> &mut Choice {
+    f.amb
+        .iter_mut()
+        .rev()
+        .find(|c| c.key == k && c.reader == 0)
+        .expect("opened by the transaction's first read of the key")
+}
+
+/// The candidates of ambiguous read `op` of transaction `t` that could be its writer: the
+/// initial state, or a final write of a transaction that takes part and is not `t`. With one
+/// left, that is the read's source (recorded in `f.resolved`); with more, a [`Choice`] is
+/// opened (`FROM_AMBIGUOUS` returned); with none, every candidate's reason is the finding.
+fn viable_writer(
+    h: &History,
+    r: &Resolution,
+    inc: &[bool],
+    t: TxnId,
+    op: u32,
+    f: &mut Facts,
+    ks: &KeySlots,
+) -> Result<u32, Finding> {
+    let cands = r.candidates(op);
+    let mut ok: Vec<u32> = Vec::with_capacity(cands.len());
+    let mut why = Vec::new();
+    for &c in cands {
+        if c == FROM_INIT {
+            ok.push(c);
+            continue;
+        }
+        let w = r.op_txn[c as usize];
+        let reason = if w == t {
+            NoWriter::Own
+        } else if !inc[w as usize] {
+            NoWriter::NotCommitted
+        } else if ks.overwritten(c) {
+            NoWriter::Overwritten
+        } else {
+            ok.push(c);
+            continue;
+        };
+        why.push((c, reason));
+    }
+    match ok.len() {
+        0 => Err(Finding::NoWriter { op, why }),
+        1 => {
+            f.resolved.push((op, ok[0]));
+            Ok(ok[0])
+        }
+        n => {
+            f.amb.push(Choice {
+                key: h.op_key[op as usize],
+                reader: 0,
+                ops: vec![op],
+                cands: Vec::new(),
+                cand_ops: ok,
+                alive: vec![true; n],
+                why: vec![None; n],
+            });
+            Ok(FROM_AMBIGUOUS)
+        }
+    }
+}
