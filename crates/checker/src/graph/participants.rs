@@ -18,12 +18,11 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
         inc[t as usize] = true;
     }
     // Only unknown outcomes can be drawn in: without any, no pass over the reads is needed.
-    let any_unknown = h.txn_status.contains(&TxnStatus::Unknown);
+    if !h.txn_status.contains(&TxnStatus::Unknown) {
+        return (inc, 0);
+    }
     let mut writers: Vec<TxnId> = Vec::new();
     loop {
-        if !any_unknown {
-            break;
-        }
         let mut changed = false;
         for t in 0..h.num_txns() {
             if !inc[t] {
