@@ -5,147 +5,17 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
+use super::jsonl_block::{read_blocks, Head, Item, Rec, ValRef};
 pub(crate) use super::jsonl_repair::{repair, Repair};
+use super::jsonl_scan::{itoa_buf, LineRef, NameRef, OpRef};
 use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{
     HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
 };
-use serde::Deserialize;
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Name<'a> {
-    Str(#[serde(borrow)] Cow<'a, str>),
-    Int(i64),
-}
-
-impl Name<'_> {
-    fn to_key(&self) -> Cow<'_, str> {
-        match self {
-            Name::Str(s) => Cow::Borrowed(s.as_ref()),
-            Name::Int(i) => Cow::Owned(i.to_string()),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LineIn<'a> {
-    #[serde(borrow)]
-    session: Name<'a>,
-    txn: u64,
-    #[serde(default, borrow)]
-    pub(crate) status: Option<Cow<'a, str>>,
-    #[serde(default)]
-    start: Option<u64>,
-    #[serde(default)]
-    commit: Option<u64>,
-    #[serde(borrow)]
-    ops: Vec<OpIn<'a>>,
-}
-
-/// One operation: `[kind, key, value]`, or `[kind, key, value, app]` with the application's
-/// own value (a string) that `value` stands for.
-struct OpIn<'a> {
-    kind: Cow<'a, str>,
-    key: Name<'a>,
-    value: OpVal,
-    app: Option<Cow<'a, str>>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for OpIn<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = OpIn<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(
-                    "an operation [kind, key, value] or [kind, key, value, application value]",
-                )
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<OpIn<'a>, A::Error> {
-                use serde::de::Error;
-                let kind: Cow<'a, str> = a
-                    .next_element::<BorrowedCow<'a>>()?
-                    .ok_or_else(|| A::Error::invalid_length(0, &self))?
-                    .0;
-                let key = a
-                    .next_element()?
-                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
-                let value = a
-                    .next_element()?
-                    .ok_or_else(|| A::Error::invalid_length(2, &self))?;
-                let app = a.next_element::<BorrowedCow<'a>>()?.map(|c| c.0);
-                if a.next_element::<serde::de::IgnoredAny>()?.is_some() {
-                    return Err(A::Error::invalid_length(5, &self));
-                }
-                Ok(OpIn {
-                    kind,
-                    key,
-                    value,
-                    app,
-                })
-            }
-        }
-        d.deserialize_seq(V(std::marker::PhantomData))
-    }
-}
-
-/// A string borrowed from the input where it has no escapes.
-struct BorrowedCow<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for BorrowedCow<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct W<'a>(#[serde(borrow)] Cow<'a, str>);
-        W::deserialize(d).map(|w| BorrowedCow(w.0))
-    }
-}
-
-/// An op's value: a number, `null` (the initial state), or a list (a list-append read).
-enum OpVal {
-    Null,
-    Num(u64),
-    List(Vec<u64>),
-}
-
-impl<'de> Deserialize<'de> for OpVal {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // By hand rather than `untagged`, which would buffer every value.
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = OpVal;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an unsigned integer, null or a list of unsigned integers")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<OpVal, E> {
-                Ok(OpVal::Num(v))
-            }
-            fn visit_unit<E: serde::de::Error>(self) -> Result<OpVal, E> {
-                Ok(OpVal::Null)
-            }
-            fn visit_none<E: serde::de::Error>(self) -> Result<OpVal, E> {
-                Ok(OpVal::Null)
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<OpVal, A::Error> {
-                let mut v = Vec::new();
-                while let Some(x) = a.next_element::<u64>()? {
-                    v.push(x);
-                }
-                Ok(OpVal::List(v))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 struct Pending {
     file: usize,
@@ -254,34 +124,40 @@ pub fn parse_stream_line(
     keys: &mut dyn Keys,
     session: &mut dyn FnMut(&str) -> u32,
 ) -> Result<TxnRecord, InputError> {
-    let l: LineIn = serde_json::from_str(text)
-        .map_err(|e| InputError::new(path, at, format!("not a transaction record: {e}")))?;
-    let status = parse_status(l.status.as_deref(), path, at)?;
-    let mut ops = Vec::with_capacity(l.ops.len());
+    let mut scanned = Vec::new();
+    let rec = Rec::parse(text, &mut scanned).map_err(|e| not_a_record(path, at, e))?;
+    let head = rec.head();
+    let status = parse_status(head.status, path, at)?;
+    let mut ops = Vec::with_capacity(head.num_ops);
     let mut lists = Vec::new();
     let mut app = Vec::new();
-    for (i, op) in l.ops.iter().enumerate() {
-        let k = keys.key(&op.key.to_key());
-        ops.push(parse_op(i, &op.kind, k, &op.value, &mut lists, path, at)?);
-        if let Some(a) = &op.app {
+    rec.each_op(&scanned, |i, kind, key, value, a| {
+        let k = keys.key(key);
+        ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
+        if let Some(a) = a {
             app.push((i as u32, a.to_string()));
         }
-    }
-    check_times(&l, path, at)?;
+        Ok(())
+    })?;
+    check_times(&head, path, at)?;
     Ok(TxnRecord {
         lists,
         app,
-        session: session(&l.session.to_key()),
-        ext: l.txn,
+        session: session(&head.session),
+        ext: head.txn,
         status,
-        start: l.start.unwrap_or(NO_TIME),
-        commit: l.commit.unwrap_or(NO_TIME),
+        start: head.start.unwrap_or(NO_TIME),
+        commit: head.commit.unwrap_or(NO_TIME),
         ops,
         claims: Vec::new(),
     })
 }
 
-fn check_times(l: &LineIn, path: &Path, at: Location) -> Result<(), InputError> {
+fn not_a_record(path: &Path, at: Location, e: serde_json::Error) -> InputError {
+    InputError::new(path, at, format!("not a transaction record: {e}"))
+}
+
+fn check_times(l: &Head, path: &Path, at: Location) -> Result<(), InputError> {
     match (l.start, l.commit) {
         (Some(s), Some(c)) if c < s => Err(InputError::new(
             path,
@@ -311,13 +187,13 @@ fn parse_op(
     i: usize,
     kind: &str,
     k: KeyId,
-    value: &OpVal,
+    value: ValRef,
     lists: &mut Vec<(u32, Vec<u64>)>,
     path: &Path,
     at: Location,
 ) -> Result<(OpKind, KeyId, u64), InputError> {
     Ok(match (kind, value) {
-        ("w", OpVal::Num(v)) => (OpKind::Write, k, *v),
+        ("w", ValRef::Num(v)) => (OpKind::Write, k, v),
         ("w", _) => {
             return Err(InputError::new(
                 path,
@@ -325,10 +201,10 @@ fn parse_op(
                 format!("op {i}: a write needs a value"),
             ))
         }
-        ("r", OpVal::Num(v)) => (OpKind::Read, k, *v),
-        ("r", OpVal::Null) => (OpKind::ReadInit, k, 0),
-        ("r", OpVal::List(l)) => {
-            lists.push((i as u32, l.clone()));
+        ("r", ValRef::Num(v)) => (OpKind::Read, k, v),
+        ("r", ValRef::Null) => (OpKind::ReadInit, k, 0),
+        ("r", ValRef::List(l)) => {
+            lists.push((i as u32, l.to_vec()));
             match l.last() {
                 Some(&v) => (OpKind::Read, k, v),
                 None => (OpKind::ReadInit, k, 0),
@@ -348,178 +224,308 @@ fn parse_op(
 pub(crate) const CUT_HEAD: &str =
     "the last line is cut short before its operations (the client stopped before the transaction asked to commit): left out";
 
+/// A piece's key number not yet mapped to a key id.
+const UNSEEN: KeyId = KeyId::MAX;
+
+/// What reading the inputs gathers before the history is built session by session.
+struct Gathered {
+    b: HistoryBuilder,
+    sessions: Vec<(String, Vec<Pending>)>,
+    session_index: HashMap<String, usize>,
+    fence: Option<KeyId>,
+    warnings: Vec<Warning>,
+}
+
 /// Reads several inputs (one per session file, as the collector writes them) as one history.
 fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
-    let mut b = HistoryBuilder::new();
-    let mut sessions: Vec<(String, Vec<Pending>)> = Vec::new();
-    let mut session_index: HashMap<String, usize> = HashMap::new();
-    let mut fence: Option<KeyId> = None;
-    let mut warnings = Vec::new();
+    let mut g = Gathered {
+        b: HistoryBuilder::new(),
+        sessions: Vec::new(),
+        session_index: HashMap::new(),
+        fence: None,
+        warnings: Vec::new(),
+    };
     let paths: Vec<std::path::PathBuf> = inputs.iter().map(|(p, _)| p.clone()).collect();
-    for (file_no, (path, mut input)) in inputs.into_iter().enumerate() {
+    for (file_no, (path, input)) in inputs.into_iter().enumerate() {
         let path = path.as_path();
-        let mut buf = String::new();
-        let mut line_no = 0u64;
-        loop {
-            buf.clear();
-            let n = input.read_line(&mut buf).map_err(|e| {
-                InputError::new(
-                    path,
-                    Location::Line(line_no + 1),
-                    format!("cannot read: {e}"),
-                )
-            })?;
-            if n == 0 {
-                break;
+        let g = std::cell::RefCell::new(&mut g);
+        read_blocks(
+            input,
+            path,
+            |pieces, lines_before| {
+                let mut g = g.borrow_mut();
+                let mut base = lines_before;
+                let mut table = Vec::new();
+                for piece in pieces {
+                    table.clear();
+                    table.resize(piece.names.len(), UNSEEN);
+                    for item in piece.items {
+                        match item {
+                            Item::Fast {
+                                line,
+                                head,
+                                ops,
+                                app,
+                            } => {
+                                let at = (path, file_no, base + line);
+                                g.add_fast(&head, ops, app, &piece.names, &mut table, at)?;
+                            }
+                            Item::Slow { line, rec } => {
+                                let line_no = base + line;
+                                g.add(&Rec::Slow(rec), &[], path, file_no, line_no)?;
+                            }
+                            Item::Bad { line, err } => {
+                                let at = Location::Line(base + line);
+                                return Err(InputError::new(
+                                    path,
+                                    at,
+                                    format!("not a transaction record: {err}"),
+                                ));
+                            }
+                        }
+                    }
+                    base += piece.lines;
+                }
+                Ok(())
+            },
+            |text, line_no| g.borrow_mut().last_line(text, path, file_no, line_no),
+        )?;
+    }
+    g.finish(&paths)
+}
+
+impl Gathered {
+    /// The last line of an input, which has no newline: a record, or a writer's crash to
+    /// recover from when it ends mid-record.
+    fn last_line(
+        &mut self,
+        text: &str,
+        path: &Path,
+        file_no: usize,
+        line_no: u64,
+    ) -> Result<(), InputError> {
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('#') {
+            return Ok(());
+        }
+        let at = Location::Line(line_no);
+        let mut scanned = Vec::new();
+        let e = match Rec::parse(text, &mut scanned) {
+            Ok(rec) => return self.add(&rec, &scanned, path, file_no, line_no),
+            Err(e) => e,
+        };
+        match (e.is_eof(), repair(text)) {
+            (true, Some(Repair::Drop)) => {
+                self.warnings.push(Warning {
+                    path: path.to_path_buf(),
+                    location: at,
+                    message: CUT_HEAD.to_string(),
+                });
+                Ok(())
             }
-            line_no += 1;
-            let complete = buf.ends_with('\n');
-            let text = buf.trim();
-            if text.is_empty() || text.starts_with('#') {
-                continue;
+            (true, Some(Repair::Fixed(fixed, status))) => {
+                self.warnings.push(Warning {
+                    path: path.to_path_buf(),
+                    location: at,
+                    message: format!("the last line is cut short (the client stopped): read as a transaction with outcome {status}"),
+                });
+                scanned.clear();
+                let rec =
+                    Rec::parse(&fixed, &mut scanned).map_err(|e| not_a_record(path, at, e))?;
+                self.add(&rec, &scanned, path, file_no, line_no)
             }
-            let at = Location::Line(line_no);
-            let repaired;
-            let l: LineIn = match serde_json::from_str(text) {
-                Ok(l) => l,
-                // Only a last line that ends mid-record (no newline) is a crash to recover from.
-                Err(e) => match (!complete && e.is_eof(), repair(text)) {
-                    (true, Some(Repair::Drop)) => {
-                        warnings.push(Warning {
-                            path: path.to_path_buf(),
-                            location: at,
-                            message: CUT_HEAD.to_string(),
-                        });
-                        continue;
-                    }
-                    (true, Some(Repair::Fixed(fixed, status))) => {
-                        warnings.push(Warning {
-                            path: path.to_path_buf(),
-                            location: at,
-                            message: format!("the last line is cut short (the client stopped): read as a transaction with outcome {status}"),
-                        });
-                        repaired = fixed;
-                        serde_json::from_str(&repaired).map_err(|e| {
-                            InputError::new(path, at, format!("not a transaction record: {e}"))
-                        })?
-                    }
-                    _ => {
-                        return Err(InputError::new(
-                            path,
-                            at,
-                            format!("not a transaction record: {e}"),
-                        ))
-                    }
-                },
-            };
-            parse_line(
-                l,
-                path,
-                at,
-                file_no,
-                line_no,
-                &mut b,
-                &mut fence,
-                &mut sessions,
-                &mut session_index,
-            )?;
+            _ => Err(not_a_record(path, at, e)),
         }
     }
-    let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
-    let has_lists = sessions
-        .iter()
-        .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
-    for (name, txns) in sessions {
-        b.begin_session(name);
-        for p in txns {
-            let path = paths[p.file].as_path();
-            let mut lists = p.lists.iter().peekable();
-            let mut app = p.app.iter().peekable();
-            for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
-                let earlier = b.op(kind, k, v);
-                if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
-                    b.list(l);
+
+    /// The id of a key named `name`, marking the fence key on first sight.
+    fn key(&mut self, name: &str) -> KeyId {
+        let k = self.b.key(name);
+        if self.fence.is_none() && name == NATIVE_FENCE_KEY {
+            self.fence = Some(k);
+            self.b.set_fence_key(k);
+        }
+        k
+    }
+
+    /// Adds one record to its session's pending transactions, interning its keys.
+    fn add(
+        &mut self,
+        rec: &Rec,
+        scanned: &[OpRef],
+        path: &Path,
+        file_no: usize,
+        line_no: u64,
+    ) -> Result<(), InputError> {
+        let at = Location::Line(line_no);
+        let head = rec.head();
+        let status = parse_status(head.status, path, at)?;
+        let mut ops = Vec::with_capacity(head.num_ops);
+        let mut lists = Vec::new();
+        let mut app = Vec::new();
+        rec.each_op(scanned, |i, kind, key, value, a| {
+            let k = self.key(key);
+            ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
+            if let Some(a) = a {
+                app.push((i as u32, a.to_string()));
+            }
+            Ok(())
+        })?;
+        check_times(&head, path, at)?;
+        self.push(
+            head.session.as_ref(),
+            (file_no, line_no),
+            &head,
+            status,
+            ops,
+            lists,
+            app,
+        );
+        Ok(())
+    }
+
+    /// Adds a record the scanner read, its operations already built with the numbers `names`
+    /// gives their keys; `table` maps those numbers to key ids, [`UNSEEN`] until first met.
+    fn add_fast(
+        &mut self,
+        l: &LineRef,
+        mut ops: Vec<(OpKind, KeyId, u64)>,
+        app: Vec<(u32, String)>,
+        names: &[NameRef],
+        table: &mut [KeyId],
+        (path, file_no, line_no): (&Path, usize, u64),
+    ) -> Result<(), InputError> {
+        let at = Location::Line(line_no);
+        let status = parse_status(l.status, path, at)?;
+        let mut digits = itoa_buf::Buf::default();
+        for op in &mut ops {
+            let n = op.1 as usize;
+            op.1 = match table[n] {
+                UNSEEN => {
+                    let k = self.key(names[n].as_str(&mut digits));
+                    table[n] = k;
+                    k
                 }
-                if let Some((_, a)) = app.next_if(|a| a.0 as usize == i) {
-                    b.app_value(a);
+                k => k,
+            };
+        }
+        let head = Head {
+            session: match l.session {
+                NameRef::Str(s) => std::borrow::Cow::Borrowed(s),
+                NameRef::Int(i) => std::borrow::Cow::Owned(i.to_string()),
+            },
+            txn: l.txn,
+            status: l.status,
+            start: l.start,
+            commit: l.commit,
+            num_ops: ops.len(),
+        };
+        check_times(&head, path, at)?;
+        let session = head.session.as_ref();
+        self.push(
+            session,
+            (file_no, line_no),
+            &head,
+            status,
+            ops,
+            Vec::new(),
+            app,
+        );
+        Ok(())
+    }
+
+    /// Files a read transaction under its session, sessions numbered in order of first sight.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        session: &str,
+        (file, line): (usize, u64),
+        head: &Head,
+        status: TxnStatus,
+        ops: Vec<(OpKind, KeyId, u64)>,
+        lists: Vec<(u32, Vec<u64>)>,
+        app: Vec<(u32, String)>,
+    ) {
+        let si = match self.session_index.get(session) {
+            Some(&si) => si,
+            None => {
+                self.sessions.push((session.to_string(), Vec::new()));
+                self.session_index
+                    .insert(session.to_string(), self.sessions.len() - 1);
+                self.sessions.len() - 1
+            }
+        };
+        self.sessions[si].1.push(Pending {
+            file,
+            line,
+            ext: head.txn,
+            status,
+            start: head.start.unwrap_or(NO_TIME),
+            commit: head.commit.unwrap_or(NO_TIME),
+            ops,
+            lists,
+            app,
+        });
+    }
+
+    /// The history: each session's transactions in order, sessions in order of first sight.
+    fn finish(self, paths: &[std::path::PathBuf]) -> Result<Loaded, InputError> {
+        let Gathered {
+            mut b,
+            sessions,
+            warnings,
+            ..
+        } = self;
+        let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
+        let has_lists = sessions
+            .iter()
+            .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
+        for (name, txns) in sessions {
+            b.begin_session(name);
+            for p in txns {
+                let path = paths[p.file].as_path();
+                let mut lists = p.lists.iter().peekable();
+                let mut app = p.app.iter().peekable();
+                for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
+                    let earlier = b.op(kind, k, v);
+                    if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
+                        b.list(l);
+                    }
+                    if let Some((_, a)) = app.next_if(|a| a.0 as usize == i) {
+                        b.app_value(a);
+                    }
+                    // A list holds each appended element once (see gather.rs).
+                    if earlier.is_some() && has_lists {
+                        return Err(InputError::new(
+                            path,
+                            Location::Line(p.line),
+                            format!(
+                                "key {:?} is appended the value {v} more than once (list-append values must be unique per key)",
+                                b.h.keys[k as usize]
+                            ),
+                        ));
+                    }
                 }
-                // A list holds each appended element once (see gather.rs).
-                if earlier.is_some() && has_lists {
+                if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
+                    let (f, l) = first_line.get(&p.ext).copied().unwrap_or((0, 0));
+                    let where_ = if f == p.file {
+                        format!("line {l}")
+                    } else {
+                        format!("{} line {l}", paths[f].display())
+                    };
                     return Err(InputError::new(
                         path,
                         Location::Line(p.line),
-                        format!(
-                            "key {:?} is appended the value {v} more than once (list-append values must be unique per key)",
-                            b.h.keys[k as usize]
-                        ),
+                        format!("transaction id {} is used twice (first on {where_})", p.ext),
                     ));
                 }
+                first_line.insert(p.ext, (p.file, p.line));
             }
-            if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
-                let (f, l) = first_line.get(&p.ext).copied().unwrap_or((0, 0));
-                let where_ = if f == p.file {
-                    format!("line {l}")
-                } else {
-                    format!("{} line {l}", paths[f].display())
-                };
-                return Err(InputError::new(
-                    path,
-                    Location::Line(p.line),
-                    format!("transaction id {} is used twice (first on {where_})", p.ext),
-                ));
-            }
-            first_line.insert(p.ext, (p.file, p.line));
         }
+        Ok(Loaded {
+            history: b.finish(),
+            warnings,
+            format: Format::Jsonl,
+        })
     }
-    Ok(Loaded {
-        history: b.finish(),
-        warnings,
-        format: Format::Jsonl,
-    })
-}
-
-fn parse_line(
-    l: LineIn,
-    path: &Path,
-    at: Location,
-    file_no: usize,
-    line_no: u64,
-    b: &mut HistoryBuilder,
-    fence: &mut Option<KeyId>,
-    sessions: &mut Vec<(String, Vec<Pending>)>,
-    session_index: &mut HashMap<String, usize>,
-) -> Result<(), InputError> {
-    let status = parse_status(l.status.as_deref(), path, at)?;
-    let mut ops = Vec::with_capacity(l.ops.len());
-    let mut lists = Vec::new();
-    let mut app = Vec::new();
-    for (i, op) in l.ops.iter().enumerate() {
-        let k = b.key(&op.key.to_key());
-        if fence.is_none() && b.h.keys[k as usize] == NATIVE_FENCE_KEY {
-            *fence = Some(k);
-            b.set_fence_key(k);
-        }
-        ops.push(parse_op(i, &op.kind, k, &op.value, &mut lists, path, at)?);
-        if let Some(a) = &op.app {
-            app.push((i as u32, a.to_string()));
-        }
-    }
-    let sname = l.session.to_key().into_owned();
-    let si = *session_index.entry(sname.clone()).or_insert_with(|| {
-        sessions.push((sname, Vec::new()));
-        sessions.len() - 1
-    });
-    check_times(&l, path, at)?;
-    sessions[si].1.push(Pending {
-        file: file_no,
-        line: line_no,
-        ext: l.txn,
-        status,
-        start: l.start.unwrap_or(NO_TIME),
-        commit: l.commit.unwrap_or(NO_TIME),
-        ops,
-        lists,
-        app,
-    });
-    Ok(())
 }

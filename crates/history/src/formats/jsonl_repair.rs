@@ -1,7 +1,7 @@
 //! Recovering the last line of a native log cut short by a crash (or a full disk): what its
 //! bytes prove the transaction did, never more (see `docs/semantics.md`).
 
-use super::jsonl::LineIn;
+use super::jsonl_serde::LineIn;
 
 /// What a last line cut short by a crash (or a full disk) still says.
 #[derive(Debug, PartialEq, Eq)]

@@ -12,7 +12,12 @@ pub(crate) mod edn;
 pub(crate) mod elle;
 mod gather;
 pub(crate) mod jsonl;
+mod jsonl_block;
 mod jsonl_repair;
+mod jsonl_scan;
+mod jsonl_serde;
+#[cfg(test)]
+mod jsonl_tests;
 pub(crate) mod jsonl_write;
 pub(crate) mod load;
 pub(crate) mod polysi;

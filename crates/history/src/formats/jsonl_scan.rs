@@ -1,0 +1,361 @@
+//! A zero-copy scanner for the shape nearly every JSON Lines record has: an object of `session`,
+//! `txn`, `status`, `start`, `commit` and `ops`, strings without escapes, operations
+//! `[kind, key, number-or-null]` or with an application value as a fourth string.
+//!
+//! It decides only how fast a line is read, never what it means: anything outside that shape
+//! (an escape, a list value, a repeated or unknown field, a number serde would refuse, a negative
+//! name) makes it give up, and the caller hands the line to serde_json, which yields the same
+//! record or the exact error. The scanner allocates nothing; operations go into a vector the
+//! caller reuses.
+
+/// A session or key name as written: a string, or a non-negative integer (named by its digits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum NameRef<'a> {
+    Str(&'a str),
+    Int(u64),
+}
+
+impl NameRef<'_> {
+    /// The name as text, without allocating for strings; `buf` holds an integer's digits.
+    pub fn as_str<'b>(&'b self, buf: &'b mut itoa_buf::Buf) -> &'b str {
+        match self {
+            NameRef::Str(s) => s,
+            NameRef::Int(i) => buf.format(*i),
+        }
+    }
+}
+
+/// Formats integers on the stack (what `i64::to_string` gives, without the allocation).
+pub(crate) mod itoa_buf {
+    /// Room for the digits of any `u64`.
+    #[derive(Default)]
+    pub struct Buf([u8; 20]);
+
+    impl Buf {
+        pub fn format(&mut self, mut v: u64) -> &str {
+            let mut i = self.0.len();
+            loop {
+                i -= 1;
+                self.0[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            // Only ASCII digits were written.
+            std::str::from_utf8(&self.0[i..]).unwrap_or("0")
+        }
+    }
+}
+
+/// One operation of a scanned line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpRef<'a> {
+    /// `b'r'` or `b'w'` (any other kind is serde's to reject).
+    pub kind: u8,
+    pub key: NameRef<'a>,
+    /// `None` for `null` (the initial state).
+    pub value: Option<u64>,
+    pub app: Option<&'a str>,
+}
+
+/// A scanned record; its operations are `ops[first..end]` of the vector given to [`scan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LineRef<'a> {
+    pub session: NameRef<'a>,
+    pub txn: u64,
+    pub status: Option<&'a str>,
+    pub start: Option<u64>,
+    pub commit: Option<u64>,
+    pub first: usize,
+    pub end: usize,
+}
+
+/// Scans `text` (one trimmed line), appending its operations to `ops`; `None` (with `ops` as it
+/// was) when the line is outside the shape this scanner reads.
+pub(crate) fn scan<'a>(text: &'a str, ops: &mut Vec<OpRef<'a>>) -> Option<LineRef<'a>> {
+    let first = ops.len();
+    let r = Scanner {
+        s: text,
+        b: text.as_bytes(),
+        i: 0,
+    }
+    .line(ops, first);
+    if r.is_none() {
+        ops.truncate(first);
+    }
+    r
+}
+
+struct Scanner<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        self.ws();
+        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+
+    /// The next non-blank byte, not consumed.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    /// A string without escapes or control characters.
+    #[inline]
+    fn string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => break,
+                b'\\' | 0..=0x1f => return None,
+                _ => self.i += 1,
+            }
+        }
+        // Both ends sit next to an ASCII quote, so they are character boundaries.
+        let s = self.s.get(start..self.i)?;
+        self.i += 1;
+        Some(s)
+    }
+
+    /// An unsigned integer as JSON writes it: no sign, no leading zero, no fraction or exponent.
+    #[inline]
+    fn number(&mut self) -> Option<u64> {
+        self.ws();
+        let start = self.i;
+        let mut v: u64 = 0;
+        while let Some(&d @ b'0'..=b'9') = self.b.get(self.i) {
+            v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
+            self.i += 1;
+        }
+        let len = self.i - start;
+        if len == 0 || (len > 1 && self.b[start] == b'0') {
+            return None;
+        }
+        match self.b.get(self.i) {
+            Some(b'.' | b'e' | b'E') => None,
+            _ => Some(v),
+        }
+    }
+
+    /// A name: a string, or an integer serde reads as an `i64`.
+    #[inline]
+    fn name(&mut self) -> Option<NameRef<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(NameRef::Str),
+            _ => self
+                .number()
+                .filter(|&v| v <= i64::MAX as u64)
+                .map(NameRef::Int),
+        }
+    }
+
+    /// `null`, or a value number.
+    #[inline]
+    fn value(&mut self) -> Option<Option<u64>> {
+        if self.peek()? == b'n' {
+            let rest = self.b.get(self.i..self.i + 4)?;
+            if rest != b"null"
+                || self
+                    .b
+                    .get(self.i + 4)
+                    .is_some_and(u8::is_ascii_alphanumeric)
+            {
+                return None;
+            }
+            self.i += 4;
+            return Some(None);
+        }
+        self.number().map(Some)
+    }
+
+    fn op(&mut self) -> Option<OpRef<'a>> {
+        self.eat(b'[')?;
+        let kind = match self.string()? {
+            "r" => b'r',
+            "w" => b'w',
+            _ => return None,
+        };
+        self.eat(b',')?;
+        let key = self.name()?;
+        self.eat(b',')?;
+        let value = self.value()?;
+        if kind == b'w' && value.is_none() {
+            // A write without a value is an error the record's reader reports in line order.
+            return None;
+        }
+        let app = match self.peek()? {
+            b',' => {
+                self.i += 1;
+                Some(self.string()?)
+            }
+            _ => None,
+        };
+        self.eat(b']')?;
+        Some(OpRef {
+            kind,
+            key,
+            value,
+            app,
+        })
+    }
+
+    fn ops(&mut self, ops: &mut Vec<OpRef<'a>>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            ops.push(self.op()?);
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn line(mut self, ops: &mut Vec<OpRef<'a>>, first: usize) -> Option<LineRef<'a>> {
+        self.eat(b'{')?;
+        let (mut session, mut txn, mut status, mut start, mut commit) =
+            (None, None, None, None, None);
+        let mut have_ops = false;
+        loop {
+            let field = self.string()?;
+            self.eat(b':')?;
+            // A repeated field is serde's error to report.
+            match field {
+                "session" if session.is_none() => session = Some(self.name()?),
+                "txn" if txn.is_none() => txn = Some(self.number()?),
+                "status" if status.is_none() => status = Some(self.string()?),
+                "start" if start.is_none() => start = Some(self.number()?),
+                "commit" if commit.is_none() => commit = Some(self.number()?),
+                "ops" if !have_ops => {
+                    self.ops(ops)?;
+                    have_ops = true;
+                }
+                _ => return None,
+            }
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        self.ws();
+        if self.i != self.b.len() || !have_ops {
+            return None;
+        }
+        Some(LineRef {
+            session: session?,
+            txn: txn?,
+            status,
+            start,
+            commit,
+            first,
+            end: ops.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> (LineRef<'_>, Vec<OpRef<'_>>) {
+        let mut ops = Vec::new();
+        let l = scan(text, &mut ops).unwrap_or_else(|| panic!("not scanned: {text}"));
+        (l, ops)
+    }
+
+    fn refused(text: &str) {
+        let mut ops = vec![OpRef {
+            kind: b'w',
+            key: NameRef::Int(1),
+            value: Some(1),
+            app: None,
+        }];
+        assert!(scan(text, &mut ops).is_none(), "scanned: {text}");
+        assert_eq!(ops.len(), 1, "ops left behind by {text}");
+    }
+
+    #[test]
+    fn reads_the_common_shape() {
+        let (l, ops) = ok(
+            r#"{"session":"c1","txn":7,"status":"committed","start":10,"commit":20,"ops":[["w","x",1],["r", 5 ,null],["r","y",3,"app"]]}"#,
+        );
+        assert_eq!(l.session, NameRef::Str("c1"));
+        assert_eq!(
+            (l.txn, l.status, l.start, l.commit),
+            (7, Some("committed"), Some(10), Some(20))
+        );
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops[1].key, NameRef::Int(5));
+        assert_eq!(ops[1].value, None);
+        assert_eq!(ops[2].app, Some("app"));
+        let (l, ops) = ok(r#" { "ops" : [ ] , "txn" : 0 , "session" : 3 } "#);
+        assert_eq!(
+            (l.session, l.txn, l.status, ops.len()),
+            (NameRef::Int(3), 0, None, 0)
+        );
+    }
+
+    #[test]
+    fn leaves_everything_else_to_serde() {
+        for t in [
+            r#"{"session":"c\"1","txn":1,"ops":[]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["r","x",[1,2]]]}"#,
+            r#"{"session":"c1","txn":1,"txn":2,"ops":[]}"#,
+            r#"{"session":"c1","txn":1,"ops":[],"extra":1}"#,
+            r#"{"session":"c1","txn":01,"ops":[]}"#,
+            r#"{"session":"c1","txn":1.0,"ops":[]}"#,
+            r#"{"session":"c1","txn":-1,"ops":[]}"#,
+            r#"{"session":-1,"txn":1,"ops":[]}"#,
+            r#"{"session":"c1","txn":18446744073709551616,"ops":[]}"#,
+            r#"{"session":9223372036854775808,"txn":1,"ops":[]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",1]]} x"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",nullx]]}"#,
+            r#"{"session":"c1","txn":1,"status":null,"ops":[]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",1],]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",1,"a","b"]]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["x","x",1]]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",null]]}"#,
+            r#"{"session":"c1","txn":1}"#,
+            r#"{"session":"c1","ops":[]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x"#,
+            "{}",
+            "",
+        ] {
+            refused(t);
+        }
+    }
+
+    #[test]
+    fn integers_print_as_serde_prints_them() {
+        let mut b = itoa_buf::Buf::default();
+        for v in [0u64, 7, 10, 12345, i64::MAX as u64, u64::MAX] {
+            assert_eq!(b.format(v), v.to_string());
+        }
+    }
+}
