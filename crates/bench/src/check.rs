@@ -2,7 +2,7 @@
 //! memory per history, and with `--ablation` each technique turned off in turn (and all of
 //! them: the paper's plain polygraph), to show what each one buys.
 
-use crate::common::{child, mb, name_of, paths_or, size_of_name};
+use crate::common::{child, find_data, mb, name_of, read_heavy, size_of_name};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,6 +27,13 @@ pub struct CheckArgs {
     /// Also write the table as CSV here.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Also check generated read-heavy histories (36 sessions, 160 operations per transaction,
+    /// 98% reads; 8k and 80k transactions; Cobra logs and JSON Lines), kept in `--dir`.
+    #[arg(long)]
+    pub read_heavy: bool,
+    /// Where the generated read-heavy histories are kept.
+    #[arg(long, default_value = "target/bench-histories")]
+    pub dir: PathBuf,
 }
 
 /// One measured run: what the table and the CSV show.
@@ -48,7 +55,16 @@ pub(crate) struct Row {
 
 /// The table (and `--csv`): every history under every variant.
 pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
-    let paths = paths_or(a.paths, a.data, default_paths)?;
+    let mut paths = a.paths;
+    if paths.is_empty() {
+        match find_data(a.data) {
+            Some(d) => paths = default_paths(&d)?,
+            None => println!("skipped: no ../shared/data/cobra here (pass histories or --data)"),
+        }
+    }
+    if a.read_heavy {
+        paths.extend(read_heavy(&a.dir)?);
+    }
     let variants = variants(a.ablation);
     let header = format!(
         "{:<22} {:<15} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>8}",

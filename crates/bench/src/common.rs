@@ -59,6 +59,70 @@ pub fn generate_once(p: &Path, args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Read-heavy histories shaped like a FaunaDB bug history (36 sessions, 160 operations per
+/// transaction, 98% reads): 8,000 transactions and 10× that, each as Cobra logs and as JSON
+/// Lines, generated into `dir` unless there from an earlier run.
+pub fn read_heavy(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut v = Vec::new();
+    for txns in [8_000, 80_000] {
+        for (format, ext) in [("cobra", ""), ("jsonl", ".jsonl")] {
+            let p = dir.join(format!("readheavy-{txns}{ext}"));
+            let args = [
+                "--sessions",
+                "36",
+                "--txns",
+                &txns.to_string(),
+                "--ops-per-txn",
+                "160",
+                "--read-ratio",
+                "0.98",
+                "--seed",
+                "3",
+                "--format",
+                format,
+            ]
+            .map(String::from);
+            generate_once(&p, &args)?;
+            v.push(p);
+        }
+    }
+    Ok(v)
+}
+
+/// Every history under the shared Cobra data, by folder, workload and size.
+pub fn all_shared(d: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    for sub in ["one-shot-chengRW", "one-shot-10k", "scaling", "bugs"] {
+        let Ok(rd) = std::fs::read_dir(d.join(sub)) else {
+            continue;
+        };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort_by_key(|p| {
+            (
+                name_of(p).split('-').next().unwrap_or("").to_string(),
+                size_of_name(p),
+            )
+        });
+        v.extend(entries);
+    }
+    Ok(v)
+}
+
+/// The format of a history as the tables name it: Cobra logs (a directory), or its extension.
+pub fn format_of(p: &Path) -> &'static str {
+    if p.is_dir() {
+        "cobra"
+    } else {
+        match p.extension().and_then(|e| e.to_str()) {
+            Some("jsonl") => "jsonl",
+            Some("edn") => "edn",
+            Some("bincode") => "dbcop",
+            _ => "?",
+        }
+    }
+}
+
 /// Bytes as whole MiB.
 pub fn mb(bytes: f64) -> String {
     format!("{:.0}", bytes / (1 << 20) as f64)

@@ -1,7 +1,7 @@
 //! `krait-bench load`: parse speed and memory of loading histories, each load in a process of
 //! its own so that its peak memory is the loader's alone.
 
-use crate::common::{child, dir_bytes, mb, name_of, paths_or};
+use crate::common::{all_shared, child, dir_bytes, find_data, format_of, mb, name_of, read_heavy};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,35 +10,54 @@ use std::time::Instant;
 // The arguments of `krait-bench load`.
 #[derive(Args)]
 pub struct LoadArgs {
-    /// Histories to load (default: tpcc-10000 and chengRM-100000 from the shared data).
+    /// Histories to load (default: every shared Cobra history, and the read-heavy ones).
     paths: Vec<PathBuf>,
     /// The shared data folder (default: ../shared/data/cobra, found from here upwards).
     #[arg(long)]
     data: Option<PathBuf>,
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Where the generated read-heavy histories are kept.
+    #[arg(long, default_value = "target/bench-histories")]
+    dir: PathBuf,
+    /// Leave out the generated read-heavy histories (36 sessions, 160 operations per
+    /// transaction, 98% reads; 8k and 80k transactions; Cobra logs and JSON Lines).
+    #[arg(long)]
+    no_read_heavy: bool,
 }
 
 /// The table: per history, the best of `repeat` loads.
 pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
-    let paths = paths_or(a.paths, a.data, |d| {
-        Ok(vec![
-            d.join("one-shot-10k/tpcc-10000"),
-            d.join("scaling/chengRM-100000"),
-        ])
-    })?;
+    let paths = if a.paths.is_empty() {
+        let mut v = match find_data(a.data) {
+            Some(d) => all_shared(&d)?,
+            None => {
+                println!("skipped: no ../shared/data/cobra here (pass histories or --data)");
+                Vec::new()
+            }
+        };
+        if !a.no_read_heavy {
+            v.extend(read_heavy(&a.dir)?);
+        }
+        v
+    } else {
+        a.paths
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("(MB/s: bytes on disk over the best load's wall time, on {cores} cores)");
     println!(
-        "{:<28} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9}",
-        "history", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB"
+        "{:<28} {:<6} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9}",
+        "history", "format", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB"
     );
     for p in paths {
         let v = best_of(&p, a.repeat)?;
         let bytes = v["bytes"].as_f64().unwrap_or(0.0);
         let ms = v["ms"].as_f64().unwrap_or(0.0);
         println!(
-            "{:<28} {:>9} {:>10.1} {:>9.1} {:>10.0} {:>9} {:>9}",
+            "{:<28} {:<6} {:>9} {:>10.1} {:>9.1} {:>10.0} {:>9} {:>9}",
             name_of(&p),
-            v["txns"],
+            format_of(&p),
+            v["txns"].as_u64().unwrap_or(0),
             bytes / 1e6,
             ms,
             bytes / 1e6 / (ms / 1e3),

@@ -43,5 +43,7 @@ pub fn run(a: ScaleArgs) -> anyhow::Result<ExitCode> {
         timeout: 600.0,
         extra: vec![],
         csv: None,
+        read_heavy: false,
+        dir: a.dir,
     })
 }

@@ -89,9 +89,9 @@ impl WrThinner {
 /// Known edges stated apart from the graph (by one range of transactions), joined later.
 #[derive(Default)]
 pub(crate) struct EdgeSink {
-    edges: Vec<(Node, Node)>,
-    labels: Vec<Label>,
-    spare: Vec<(Node, Node, Label)>,
+    pub(crate) edges: Vec<(Node, Node)>,
+    pub(crate) labels: Vec<Label>,
+    pub(crate) spare: Vec<(Node, Node, Label)>,
 }
 
 impl EdgeSink {

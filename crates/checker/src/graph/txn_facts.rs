@@ -42,13 +42,16 @@ pub(super) fn all_facts(
         })
         .collect();
     let mut all = Facts::default();
-    for part in parts {
-        let (f, sink) = part?;
-        if all.reads.is_empty() {
-            all.reads = f.reads;
-        } else {
-            all.reads.extend_from_slice(&f.reads);
-        }
+    // The first finding in node order is the one to report.
+    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    // Joined into arrays sized once: grown by doubling, each would be copied again and again.
+    let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
+    all.reads.reserve_exact(total(|p| p.0.reads.len()));
+    b.edges.reserve(total(|p| p.1.edges.len()));
+    b.labels.reserve(total(|p| p.1.labels.len()));
+    b.spare.reserve(total(|p| p.1.spare.len()));
+    for (f, sink) in parts {
+        all.reads.extend_from_slice(&f.reads);
         all.writes.extend(f.writes);
         all.rmws.extend(f.rmws);
         all.amb.extend(f.amb);

@@ -476,6 +476,12 @@ impl Gathered {
             warnings,
             ..
         } = self;
+        b.reserve_ops(
+            sessions
+                .iter()
+                .flat_map(|(_, txns)| txns.iter().map(|p| p.ops.len()))
+                .sum(),
+        );
         let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
         let has_lists = sessions
             .iter()

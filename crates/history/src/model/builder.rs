@@ -96,6 +96,18 @@ impl HistoryBuilder {
     pub fn op_unindexed(&mut self, kind: OpKind, key: KeyId, value: u64) {
         self.push_op(kind, key, value);
     }
+    /// Makes room for `n` more operations at once: arrays grown by doubling copy themselves
+    /// into fresh memory at every step, which on large histories costs more than filling them.
+    /// Room never touched costs no memory, so an upper bound is fine.
+    pub fn reserve_ops(&mut self, n: usize) {
+        self.h.op_kind.reserve(n);
+        self.h.op_key.reserve(n);
+        self.h.op_value.reserve(n);
+        if let Some(c) = self.h.cobra.as_mut() {
+            c.value_hash.reserve(n);
+            c.read_writer.reserve(n);
+        }
+    }
     fn push_op(&mut self, kind: OpKind, key: KeyId, value: u64) {
         self.h.op_kind.push(kind);
         self.h.op_key.push(key);
