@@ -57,6 +57,17 @@ pub(crate) enum Finding {
         t1: TxnId,
         t2: TxnId,
     },
+    /// More committed transactions (`readers`) first read `key` at one value (shown by read
+    /// op `op`) and then overwrote it than there are versions holding that value: the last
+    /// writes of it by `writers`, and the initial version where `init`. Two of them read one
+    /// version and both overwrote it, whichever writes they read (see `graph::versions`).
+    LostUpdateByCount {
+        key: u32,
+        op: u32,
+        readers: Vec<TxnId>,
+        writers: Vec<TxnId>,
+        init: bool,
+    },
     /// `txn`'s write of `key` is said to directly follow two different versions.
     TwoPredecessors {
         key: u32,

@@ -74,6 +74,10 @@ pub struct Options {
     /// Pruning adds, of the edges it decides in one pass, only those no other one implies
     /// through a session (reachability is the same; the graph stays sparse).
     pub thin_edges: bool,
+    /// Serializability and snapshot isolation, on keys whose values repeat: reject at once when
+    /// more committed transactions read a value and then overwrote the key than there are
+    /// versions holding that value (`graph::versions`: a lost update, whichever writes they read).
+    pub count_versions: bool,
     /// Serializability: form no constraint between two single-write chains nobody reads (no
     /// read can tell their order, so any acyclic choice of the rest places them).
     pub skip_unobserved: bool,
@@ -119,6 +123,7 @@ impl Default for Options {
             prune: true,
             skip_unobserved: true,
             thin_edges: true,
+            count_versions: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

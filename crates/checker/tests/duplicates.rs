@@ -319,3 +319,44 @@ fn a_read_of_the_initial_zero_is_not_taken_for_a_later_write_of_zero() {
     assert_eq!(rep.matched.len(), 1);
     assert_eq!(rep.matched[0].writer, None);
 }
+
+#[test]
+fn more_readers_then_writers_of_a_value_than_its_versions_are_a_lost_update() {
+    use krait_checker::{Anomaly, Level};
+    use krait_history::SimpleTxn as T;
+    // Three transactions read x = 1 and then overwrote x; only T0 and T1 left x = 1.
+    let txns = [
+        T::new(0, 10).w("x", 1),
+        T::new(1, 1).r("x", 1).w("x", 1),
+        T::new(2, 2).r("x", 1).w("x", 2),
+        T::new(3, 3).r("x", 1).w("x", 3),
+    ];
+    let h = krait_history::build_history(&txns).unwrap();
+    for level in [Level::Serializable, Level::SnapshotIsolation] {
+        let opts = Options {
+            level,
+            ..Options::default()
+        };
+        let Verdict::Reject(c) = check(&h, &opts).unwrap().verdict else {
+            panic!("{level:?}: a lost update accepted");
+        };
+        assert_eq!(c.anomaly, Anomaly::LostUpdate);
+        assert_eq!(
+            c.summary,
+            "lost update on x: 3 committed transactions read x = 1 and then overwrote it (T1, T2, T3), but only 2 versions of x hold 1 (written last by T10, T1). Each version is read and then overwritten by at most one transaction, so two of them read the same version and both overwrote it, whichever write of 1 each one read"
+        );
+        assert_eq!(c.txns.len(), 4);
+        // Without the count the search still finds it.
+        let off = Options {
+            count_versions: false,
+            ..opts
+        };
+        assert!(matches!(
+            check(&h, &off).unwrap().verdict,
+            Verdict::Reject(_)
+        ));
+    }
+    // One reader fewer: a chain T10, T1, T2 explains it.
+    let h = krait_history::build_history(&txns[..3]).unwrap();
+    assert!(check(&h, &Options::default()).unwrap().verdict.is_accept());
+}

@@ -31,6 +31,13 @@ pub(crate) fn certify(h: &History, r: &Resolution, f: &Finding) -> Certificate {
         Finding::LostUpdate { key, from, t1, t2 } => {
             Certificate::lost_update(h, r, key, from, t1, t2)
         }
+        Finding::LostUpdateByCount {
+            key,
+            op,
+            ref readers,
+            ref writers,
+            init,
+        } => Certificate::lost_update_by_count(h, r, key, op, readers, writers, init),
         Finding::TwoPredecessors { key, txn, a, b } => {
             Certificate::two_predecessors(h, r, key, txn, a, b)
         }
@@ -231,6 +238,52 @@ impl Certificate {
         ts.extend(r.writer_txn(a));
         ts.extend(r.writer_txn(b));
         simple(Anomaly::NonRepeatableRead, summary, h, r, &ts)
+    }
+
+    /// More transactions read one value of `k` and then overwrote it than there are versions
+    /// holding it (`graph::versions`): the counts, and every transaction counted.
+    pub(super) fn lost_update_by_count(
+        h: &History,
+        r: &Resolution,
+        k: u32,
+        op: u32,
+        readers: &[TxnId],
+        writers: &[TxnId],
+        init: bool,
+    ) -> Certificate {
+        let kn = key_name(h, k);
+        let value = match h.op_kind[op as usize] {
+            krait_history::OpKind::ReadInit => "its initial value".to_string(),
+            _ => h.value_text(op as usize),
+        };
+        let names = |ts: &[TxnId]| {
+            const SHOWN: usize = 12;
+            let mut v: Vec<String> = ts.iter().take(SHOWN).map(|&t| txn_name(h, t)).collect();
+            if ts.len() > SHOWN {
+                v.push(format!("{} more", ts.len() - SHOWN));
+            }
+            v.join(", ")
+        };
+        let versions = writers.len() + usize::from(init);
+        let mut holders = Vec::new();
+        if !writers.is_empty() {
+            holders.push(format!("written last by {}", names(writers)));
+        }
+        if init {
+            holders.push("the initial version".to_string());
+        }
+        let summary = format!(
+            "lost update on {kn}: {} committed transactions read {kn} = {value} and then overwrote it ({}), but only {versions} version{} of {kn} hold{} {value} ({}). Each version is read and then overwritten by at most one transaction, so two of them read the same version and both overwrote it, whichever write of {value} each one read",
+            readers.len(),
+            names(readers),
+            if versions == 1 { "" } else { "s" },
+            if versions == 1 { "s" } else { "" },
+            holders.join("; "),
+        );
+        let mut ts: Vec<TxnId> = readers.iter().chain(writers).copied().collect();
+        ts.sort_unstable();
+        ts.dedup();
+        simple(Anomaly::LostUpdate, summary, h, r, &ts)
     }
 
     pub(super) fn lost_update(

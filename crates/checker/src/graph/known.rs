@@ -159,6 +159,10 @@ pub fn build(
     f.rmws.sort_unstable();
     // Several reads may reveal the same step of a version order.
     f.rmws.dedup();
+    // Only the levels that forbid lost updates come here with it (the weak ones allow them).
+    if opts.count_versions && !opts.level.is_weak() {
+        super::versions::count_versions(h)?;
+    }
     if let Err(finding) = one_step_each(h, &b, &f.rmws, &real_rmws, opts) {
         // one_step_each reports the fence key only when no other key has such a finding.
         match (finding_key(&finding), h.fence_key) {

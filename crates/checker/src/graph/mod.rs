@@ -12,6 +12,7 @@ mod reach;
 mod split;
 mod thin;
 mod txn_facts;
+mod versions;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
 pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};

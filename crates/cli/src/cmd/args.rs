@@ -67,6 +67,11 @@ pub struct CheckFlags {
     /// through a session are left out; reachability is the same).
     #[arg(long)]
     pub(crate) no_thin_edges: bool,
+    /// Where values repeat, do not reject at once a key whose value more transactions read and
+    /// then overwrote than there are versions of it (a lost update found by counting); the
+    /// solver then finds it.
+    #[arg(long)]
+    pub(crate) no_count_versions: bool,
     /// At most this many pruning passes (each may decide constraints the last one made
     /// decidable); what is left goes to the solver, so any number keeps the verdict.
     #[arg(long, default_value_t = 64)]
@@ -164,6 +169,7 @@ impl Default for CheckFlags {
             no_prune: false,
             no_skip_unobserved: false,
             no_thin_edges: false,
+            no_count_versions: false,
             prune_rounds: 64,
             no_order_phase: false,
             no_theory_propagation: false,
@@ -276,6 +282,7 @@ impl CheckArgs {
             prune: !self.no_prune,
             skip_unobserved: !self.no_skip_unobserved,
             thin_edges: !self.no_thin_edges,
+            count_versions: !self.no_count_versions,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),
             solver: match self.solver {
