@@ -21,8 +21,8 @@ mod xxh64;
 
 pub use error::{InputError, Location, Warning};
 pub use follow::{Follower, Polled, StreamFormat};
-pub use formats::cobra::write_dir as write_cobra_dir;
 pub use formats::cobra::{read_dir as read_cobra_dir, read_log as read_cobra_log, CobraOptions};
+pub use formats::cobra_write::write_dir as write_cobra_dir;
 pub use formats::dbcop_bincode::read_bincode as read_dbcop_bincode;
 pub use formats::dbcop_json::read_json as read_dbcop_json;
 pub use formats::elle::read as read_edn;

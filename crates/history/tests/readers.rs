@@ -234,6 +234,30 @@ fn cobra_malformed() {
         )
     );
 
+    // Write ids are checked once every log is read: the later write is still the one named,
+    // in its own file, past a transaction the first file drops unfinished.
+    let e = load_err(
+        "dup-wid-files",
+        &[
+            Log::new().s(1).w(0x200, 7, 70).c(1).s(5).w(0x999, 8, 1),
+            Log::new()
+                .s(2)
+                .w(0x300, 7, 71)
+                .c(2)
+                .s(3)
+                .w(0x200, 7, 72)
+                .c(3),
+        ],
+    );
+    assert!(e.path.ends_with("T1.log"), "{e:?}");
+    assert_eq!(
+        (e.location, e.message.as_str()),
+        (
+            Location::Offset(52),
+            "write id 0x200 is used by an earlier write"
+        )
+    );
+
     let e = load_err("reserved", &[Log::new().s(1).w(INIT_WRITE_ID, 7, 70).c(1)]);
     assert_eq!(
         e.message,

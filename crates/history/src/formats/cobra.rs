@@ -11,10 +11,9 @@ use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::fxhash::FxHashMap;
 use crate::model::{
-    writer_txns, History, HistoryBuilder, KeyId, OpKind, TxnId, TxnStatus, DELETE_WRITE_ID,
-    FENCE_KEY_HASH, INIT_WRITE_ID, NO_TIME, NULL_WRITE_ID,
+    HistoryBuilder, KeyId, OpKind, TxnStatus, DELETE_WRITE_ID, FENCE_KEY_HASH, INIT_WRITE_ID,
+    NO_TIME, NULL_WRITE_ID,
 };
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// How to read a Cobra log directory.
@@ -302,6 +301,13 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
         read_session(&bytes, path, ts, &mut b, &mut keys, &mut warnings)?;
         b.end_session();
     }
+    if let Some((later, _)) = b.index_deferred_writes() {
+        let mut logs = files.iter().map(|(_, p)| {
+            let bytes = std::fs::read(p).map_err(|e| InputError::io(p, e))?;
+            Ok((p.clone(), bytes))
+        });
+        return Err(repeated_write_id(&mut logs, later, opts.timestamps));
+    }
     Ok(Loaded {
         history: b.finish(),
         warnings,
@@ -323,11 +329,58 @@ pub fn read_log(bytes: &[u8], path: &Path, timestamps: bool) -> Result<Loaded, I
         &mut FxHashMap::default(),
         &mut warnings,
     )?;
+    if let Some((later, _)) = b.index_deferred_writes() {
+        let mut logs = std::iter::once(Ok((path.to_path_buf(), bytes.to_vec())));
+        return Err(repeated_write_id(&mut logs, later, Some(timestamps)));
+    }
     Ok(Loaded {
         history: b.finish(),
         warnings,
         format: Format::Cobra,
     })
+}
+
+/// The error for a write id used twice: op `later` (counting the operations of committed
+/// transactions over `logs` in order, as they were added) named with its file and offset. Only
+/// a failing load comes here, so reading the logs again costs nothing that matters.
+fn repeated_write_id(
+    logs: &mut dyn Iterator<Item = Result<(PathBuf, Vec<u8>), InputError>>,
+    later: u32,
+    timestamps: Option<bool>,
+) -> InputError {
+    let mut before = 0u64;
+    for log in logs {
+        let (path, bytes) = match log {
+            Ok(l) => l,
+            Err(e) => return e,
+        };
+        let ts = timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
+        let mut d = Decoder::new(&bytes, &path, 0, ts);
+        let mut open: Vec<(u64, u64)> = Vec::new();
+        while let Ok(Some(rec)) = d.next_record() {
+            match rec {
+                Record::Start => open.clear(),
+                Record::Op(op) => open.push((op.at, op.wid)),
+                Record::Commit { .. } => {
+                    let n = open.len() as u64;
+                    if (later as u64) < before + n {
+                        let (at, wid) = open[(later as u64 - before) as usize];
+                        return InputError::new(
+                            &path,
+                            Location::Offset(at),
+                            format!("write id 0x{wid:x} is used by an earlier write"),
+                        );
+                    }
+                    before += n;
+                }
+            }
+        }
+    }
+    InputError::new(
+        Path::new("."),
+        Location::Nowhere,
+        format!("a write id is used by more than one write (operation {later})"),
+    )
 }
 
 /// Adds one session's transactions to `b`; `keys` maps key hashes to ids across sessions. An
@@ -359,13 +412,10 @@ fn read_session(
                 } else if op.wid == DELETE_WRITE_ID {
                     // Deletes share one id: they take no part in read resolution.
                     b.op_unindexed(OpKind::Write, k, op.wid);
-                } else if b.op(OpKind::Write, k, op.wid).is_some() {
-                    // A write id names one write: reads name their writer by it.
-                    let wid = op.wid;
-                    return Err(err(
-                        op.at,
-                        format!("write id 0x{wid:x} is used by an earlier write"),
-                    ));
+                } else {
+                    // A write id names one write (reads name their writer by it): checked when
+                    // every write is in (`repeated_write_id`).
+                    b.write_deferred(k, op.wid);
                 }
                 b.cobra_claim(op.value_hash, op.writer);
             }
@@ -410,163 +460,4 @@ fn read_session(
         message,
     });
     Ok(())
-}
-
-/// Writes `h` as a Cobra log directory. Only committed transactions can be written (the format
-/// has no aborts or unknown outcomes); keys that are not 16-digit hex hashes are hashed (XXH64
-/// of UTF-16LE, as Cobra's client does). An unknown outcome that a written transaction read did
-/// commit, at a time unknown: it is written as committed in a log of its own, so that no
-/// session order claims it committed before its session's later transactions (the order after
-/// its session's earlier commits is lost, which can only hide a violation, never make one).
-/// List-append reads have no Cobra form: such a history is refused. Returns how many
-/// transactions were left out and how many unknown outcomes got logs of their own.
-pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<(usize, usize)> {
-    if h.has_lists() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "the history has list-append reads, which Cobra logs cannot carry (convert to .jsonl)",
-        ));
-    }
-    std::fs::create_dir_all(dir)?;
-    let key_hash: Vec<u64> = h.keys.iter().map(|k| cobra_key_hash(k)).collect();
-    let writer_of = writer_txns(h);
-    // Unknown outcomes read by what is written, transitively.
-    let mut written: Vec<bool> = h
-        .txn_status
-        .iter()
-        .map(|&s| s == TxnStatus::Committed)
-        .collect();
-    let mut stack: Vec<TxnId> = (0..h.num_txns() as TxnId)
-        .filter(|&t| written[t as usize])
-        .collect();
-    while let Some(t) = stack.pop() {
-        for o in h.ops(t) {
-            if let Some(w) = writer_of[o] {
-                if !written[w as usize] && h.txn_status[w as usize] == TxnStatus::Unknown {
-                    written[w as usize] = true;
-                    stack.push(w);
-                }
-            }
-        }
-    }
-    let mut skipped = 0;
-    let mut own_log: Vec<TxnId> = Vec::new();
-    let mut used: std::collections::HashSet<String> = Default::default();
-    for s in 0..h.num_sessions() {
-        let name = &h.session_names[s];
-        let file = if name.starts_with('T') && name[1..].parse::<u64>().is_ok() {
-            format!("{name}.log")
-        } else {
-            format!("T{s}.log")
-        };
-        used.insert(file.clone());
-        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(file))?);
-        for t in h.session_range(s) {
-            match h.txn_status[t as usize] {
-                TxnStatus::Committed => {
-                    write_txn(h, t, &key_hash, &writer_of, timestamps, &mut out)?
-                }
-                _ if written[t as usize] => own_log.push(t),
-                _ => skipped += 1,
-            }
-        }
-        out.flush()?;
-    }
-    let mut n = h.num_sessions();
-    for &t in &own_log {
-        let file = loop {
-            let f = format!("T{n}.log");
-            n += 1;
-            if used.insert(f.clone()) {
-                break f;
-            }
-        };
-        let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join(file))?);
-        write_txn(h, t, &key_hash, &writer_of, timestamps, &mut out)?;
-        out.flush()?;
-    }
-    Ok((skipped, own_log.len()))
-}
-
-fn write_txn(
-    h: &History,
-    t: TxnId,
-    key_hash: &[u64],
-    writer_of: &[Option<TxnId>],
-    timestamps: bool,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    let ext = h.txn_ext[t as usize];
-    out.write_all(b"S")?;
-    out.write_all(&ext.to_be_bytes())?;
-    if timestamps {
-        out.write_all(&h.txn_start[t as usize].to_be_bytes())?;
-    }
-    for o in h.ops(t) {
-        let k = key_hash[h.op_key[o] as usize];
-        let v = h.op_value[o];
-        let vh = h
-            .cobra
-            .as_ref()
-            .map(|c| c.value_hash[o])
-            .unwrap_or_else(|| value_hash(v));
-        match h.op_kind[o] {
-            OpKind::Write => {
-                out.write_all(b"W")?;
-                for x in [v, k, vh] {
-                    out.write_all(&x.to_be_bytes())?;
-                }
-            }
-            OpKind::Read | OpKind::ReadInit => {
-                let (wt, wid) = if h.op_kind[o] == OpKind::ReadInit {
-                    let wid = if v == NULL_WRITE_ID || v == INIT_WRITE_ID {
-                        v
-                    } else {
-                        INIT_WRITE_ID
-                    };
-                    (wid, wid)
-                } else {
-                    let claimed = h.cobra.as_ref().map(|c| c.read_writer[o]);
-                    (
-                        claimed.unwrap_or_else(|| {
-                            writer_of[o].map(|w| h.txn_ext[w as usize]).unwrap_or(0)
-                        }),
-                        v,
-                    )
-                };
-                let vh = if h.cobra.is_none() && h.op_kind[o] == OpKind::ReadInit {
-                    0
-                } else {
-                    vh
-                };
-                out.write_all(b"R")?;
-                for x in [wt, wid, k, vh] {
-                    out.write_all(&x.to_be_bytes())?;
-                }
-            }
-        }
-    }
-    out.write_all(b"C")?;
-    out.write_all(&ext.to_be_bytes())?;
-    if timestamps {
-        out.write_all(&h.txn_commit[t as usize].to_be_bytes())?;
-    }
-    Ok(())
-}
-
-fn cobra_key_hash(k: &str) -> u64 {
-    if k == "FZVERSION" {
-        return FENCE_KEY_HASH;
-    }
-    if k.len() == 16 {
-        if let Ok(h) = u64::from_str_radix(k, 16) {
-            return h;
-        }
-    }
-    let utf16: Vec<u8> = k.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-    crate::xxh64::xxh64(&utf16, 0)
-}
-
-fn value_hash(v: u64) -> u64 {
-    crate::xxh64::xxh64(&v.to_le_bytes(), 0)
 }

@@ -6,6 +6,7 @@
 //! Readers turn bytes into the model (`crate::model`); the model knows nothing of them.
 
 pub(crate) mod cobra;
+pub(crate) mod cobra_write;
 pub(crate) mod dbcop_bincode;
 pub(crate) mod dbcop_json;
 pub(crate) mod edn;

@@ -11,6 +11,9 @@ pub struct HistoryBuilder {
     pub(crate) h: History,
     key_index: FxHashMap<String, KeyId>,
     open_session: bool,
+    /// Writes added by [`Self::write_deferred`], indexed together by
+    /// [`Self::index_deferred_writes`].
+    deferred: Vec<OpId>,
 }
 
 impl HistoryBuilder {
@@ -87,6 +90,67 @@ impl HistoryBuilder {
         }
         self.push_op(kind, key, value);
         earlier
+    }
+    /// Adds a write whose entry in the (key, value) index is made later, with every other such
+    /// write at once ([`Self::index_deferred_writes`]): a format whose reads name their writer
+    /// (Cobra's write ids) learns of a repeated id only then, and in return the index of a
+    /// large history is built in a fraction of the time.
+    pub fn write_deferred(&mut self, key: KeyId, value: u64) {
+        self.deferred.push(self.h.op_kind.len() as OpId);
+        self.push_op(OpKind::Write, key, value);
+    }
+    /// Indexes the writes [`Self::write_deferred`] added, as [`Self::op`] would have one by one
+    /// in op order. Returns the first of them (by op) whose (key, value) an earlier write has,
+    /// with that earlier write.
+    ///
+    /// One insert at a time into a table of millions of entries misses the cache on nearly
+    /// every insert. Here the entries are hashed on every core, sorted by the bucket they start
+    /// probing at, and inserted in that order into a table sized once, so the inserts walk the
+    /// table from one end to the other. Within a bucket they stay in op order, so which write
+    /// is the earlier one and the order of the later ones are the same as one by one.
+    pub fn index_deferred_writes(&mut self) -> Option<(OpId, OpId)> {
+        use rayon::prelude::*;
+        use std::hash::BuildHasher;
+        let deferred = std::mem::take(&mut self.deferred);
+        if deferred.is_empty() {
+            return None;
+        }
+        let h = &self.h;
+        let hasher = h.write_index.hasher().clone();
+        // The whole entry travels with the sort: looked up by op instead, in hash order, every
+        // insert would miss the cache on the op arrays.
+        let mut entries: Vec<(u64, u64, KeyId, OpId)> = deferred
+            .par_iter()
+            .map(|&o| {
+                let (k, v) = (h.op_key[o as usize], h.op_value[o as usize]);
+                (hasher.hash_one((k, v)), v, k, o)
+            })
+            .collect();
+        drop(deferred);
+        self.h.write_index.reserve(entries.len());
+        // hashbrown's bucket count for this capacity (a power of two, 7/8 of it usable); a
+        // wrong guess costs locality, never correctness.
+        let buckets = (self.h.write_index.capacity() / 7 * 8).next_power_of_two() as u64;
+        let mask = buckets - 1;
+        entries.par_sort_unstable_by_key(|e| (e.0 & mask, e.3));
+        let mut first_dup: Option<(OpId, OpId)> = None;
+        for &(_, v, k, o) in &entries {
+            match self.h.write_index.entry((k, v)) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let earlier = *e.get();
+                    self.h.dup_writes.entry((k, v)).or_default().push(o);
+                    if first_dup.is_none_or(|(later, _)| o < later) {
+                        first_dup = Some((o, earlier));
+                    }
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(o);
+                }
+            }
+        }
+        // Later duplicates of one write were pushed in bucket order of their keys, each list
+        // in op order already.
+        first_dup
     }
     /// Says that every key holds `value` before its first write (see [`History::init_value`]).
     pub fn set_init_value(&mut self, value: u64) {
@@ -166,6 +230,9 @@ impl HistoryBuilder {
             let end = self.h.app_values.last().map_or(0, |a| a.1);
             self.h.app_text.truncate(end as usize);
         }
+        while self.deferred.last().is_some_and(|&o| o as usize >= keep) {
+            self.deferred.pop();
+        }
         for i in keep..self.h.op_kind.len() {
             if self.h.op_kind[i] == OpKind::Write {
                 let k = (self.h.op_key[i], self.h.op_value[i]);
@@ -217,6 +284,7 @@ impl HistoryBuilder {
     /// The history, the open session closed.
     pub fn finish(mut self) -> History {
         self.end_session();
+        self.index_deferred_writes();
         self.h
     }
 }
