@@ -245,8 +245,9 @@ fn watch_follows_a_live_run() {
             "jsonl",
             "--idle-exit",
             "3s",
+            // Polled often: a loaded machine may take the run's whole second in a few polls.
             "--interval",
-            "100ms",
+            "20ms",
         ])
         .args(["--sessions", "4", "--json"])
         .stdout(std::process::Stdio::piped())
@@ -263,7 +264,7 @@ fn watch_follows_a_live_run() {
             "--clients",
             "4",
             "--txns",
-            "6000",
+            "12000",
         ])
         .arg("--out")
         .arg(&dir)

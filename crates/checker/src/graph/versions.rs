@@ -13,6 +13,10 @@
 //! apply, so it runs only where values repeat; there it rejects at once a history the solver
 //! would otherwise have to refute choice by choice (a bank whose balances return to earlier
 //! amounts is one). It never decides an ACCEPT. Switch: `Options::count_versions`.
+//!
+//! It needs every version of the key in the history checked: an online round, which holds
+//! only recent transactions, never comes here, since online checking refuses repeated values
+//! on arrival and its rounds set no initial value.
 
 use crate::findings::Finding;
 use krait_history::{History, OpKind, TxnId, TxnStatus};

@@ -493,7 +493,14 @@ impl Gathered {
                 let mut lists = p.lists.iter().peekable();
                 let mut app = p.app.iter().peekable();
                 for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
-                    let earlier = b.op(kind, k, v);
+                    // Repeated values are allowed but for list appends, which must hear of a
+                    // repeat at once; the rest are indexed together at the end.
+                    let earlier = if has_lists || kind != OpKind::Write {
+                        b.op(kind, k, v)
+                    } else {
+                        b.write_deferred(k, v);
+                        None
+                    };
                     if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
                         b.list(l);
                     }
