@@ -77,19 +77,24 @@ impl HistoryBuilder {
     pub fn op(&mut self, kind: OpKind, key: KeyId, value: u64) -> Option<OpId> {
         let mut earlier = None;
         if kind == OpKind::Write {
-            let id = self.h.op_kind.len() as OpId;
-            match self.h.write_index.entry((key, value)) {
-                std::collections::hash_map::Entry::Occupied(e) => {
-                    earlier = Some(*e.get());
-                    self.h.dup_writes.entry((key, value)).or_default().push(id);
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(id);
-                }
-            }
+            earlier = self.index_write(key, value, self.h.op_kind.len() as OpId);
         }
         self.push_op(kind, key, value);
         earlier
+    }
+    /// Enters write `id` of (key, value) in the index; a value written before keeps its first
+    /// write there and lists this one among the later ones, which is returned.
+    fn index_write(&mut self, key: KeyId, value: u64, id: OpId) -> Option<OpId> {
+        match self.h.write_index.entry((key, value)) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                self.h.dup_writes.entry((key, value)).or_default().push(id);
+                Some(*e.get())
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(id);
+                None
+            }
+        }
     }
     /// Adds a write whose entry in the (key, value) index is made later, with every other such
     /// write at once ([`Self::index_deferred_writes`]): a format whose reads name their writer
@@ -115,6 +120,17 @@ impl HistoryBuilder {
         if deferred.is_empty() {
             return None;
         }
+        if deferred.len() < 1 << 18 {
+            // A table this small stays in cache: one by one is faster than sorting.
+            let mut first_dup = None;
+            for o in deferred {
+                let (k, v) = (self.h.op_key[o as usize], self.h.op_value[o as usize]);
+                if let Some(earlier) = self.index_write(k, v, o) {
+                    first_dup = first_dup.or(Some((o, earlier)));
+                }
+            }
+            return first_dup;
+        }
         let h = &self.h;
         let hasher = h.write_index.hasher().clone();
         // The whole entry travels with the sort: looked up by op instead, in hash order, every
@@ -135,16 +151,9 @@ impl HistoryBuilder {
         entries.par_sort_unstable_by_key(|e| (e.0 & mask, e.3));
         let mut first_dup: Option<(OpId, OpId)> = None;
         for &(_, v, k, o) in &entries {
-            match self.h.write_index.entry((k, v)) {
-                std::collections::hash_map::Entry::Occupied(e) => {
-                    let earlier = *e.get();
-                    self.h.dup_writes.entry((k, v)).or_default().push(o);
-                    if first_dup.is_none_or(|(later, _)| o < later) {
-                        first_dup = Some((o, earlier));
-                    }
-                }
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(o);
+            if let Some(earlier) = self.index_write(k, v, o) {
+                if first_dup.is_none_or(|(later, _)| o < later) {
+                    first_dup = Some((o, earlier));
                 }
             }
         }
