@@ -11,6 +11,7 @@ mod load;
 mod nats;
 mod online;
 mod overhead;
+mod recorder;
 mod scale;
 mod solver;
 mod stream;
@@ -47,6 +48,9 @@ enum BenchCmd {
     /// The collector's overhead (the paper's C8/C9): throughput, p90 latency and history bytes
     /// with and without recording and fences, per store and client count.
     Overhead(overhead::OverheadArgs),
+    /// The recorder library's cost in the application's process: the SQLite bank example's
+    /// transfers per second with and without recording.
+    Recorder(recorder::RecorderArgs),
     /// Online verification capacity (the paper's Figure 10): per round size, transactions per
     /// second of round time, transactions held, and peak memory.
     Online(online::OnlineArgs),
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         BenchCmd::Solver(a) => solver::run(a),
         BenchCmd::Hard(a) => hard::run(a),
         BenchCmd::Overhead(a) => overhead::run(a),
+        BenchCmd::Recorder(a) => recorder::run(a),
         BenchCmd::Online(a) => online::run(a),
         BenchCmd::Stream(a) => stream::run(a),
         BenchCmd::Veristrong(a) => veristrong::run(a),

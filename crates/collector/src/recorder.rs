@@ -165,7 +165,7 @@ impl RecSession {
             serde_json::to_string(&self.name).expect("a string serializes"),
             now_ns()
         );
-        self.log.emit(&head).map_err(io::Error::other)?;
+        self.log.hold(&head);
         self.open = Some((false, false));
         Ok(())
     }
@@ -192,7 +192,14 @@ impl RecSession {
         }
         *any = true;
         push_op(&mut line, kind, key, value, app);
-        self.log.emit(&line).map_err(io::Error::other)
+        if kind == "r" {
+            // A read is logged once its answer is in: nothing waits on it reaching the file
+            // before the next write or COMMIT goes out, which carries it there.
+            self.log.hold(&line);
+            Ok(())
+        } else {
+            self.log.emit(&line).map_err(io::Error::other)
+        }
     }
 
     /// A fresh write id, unique in the recorder.

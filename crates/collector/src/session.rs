@@ -92,6 +92,8 @@ pub(crate) struct Log {
     file: File,
     fsync: bool,
     line: String,
+    /// Records held back ([`Log::hold`]) until the next one that must reach the file at once.
+    held: String,
     publish: Option<Published>,
 }
 
@@ -113,6 +115,7 @@ impl Log {
             file: File::create(path)?,
             fsync,
             line: String::with_capacity(256),
+            held: String::with_capacity(256),
             publish: None,
         })
     }
@@ -124,10 +127,30 @@ impl Log {
             n: 0,
         });
     }
+    /// Appends `s` to the log without writing it yet: for what nothing the database does can
+    /// depend on before the next [`Log::emit`] (a transaction's start, a read's answer), which
+    /// then writes it with its own record in one system call. A crash in between loses only a
+    /// transaction that had not announced its COMMIT, which is taken as aborted anyway.
+    pub(crate) fn hold(&mut self, s: &str) {
+        self.held.push_str(s);
+        if let Some(p) = self.publish.as_mut() {
+            if p.text.is_empty() {
+                p.n += 1;
+            }
+            p.text.push_str(s);
+        }
+    }
+    /// Appends `s` and everything held to the log file now.
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {
-        self.file
-            .write_all(s.as_bytes())
-            .map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))?;
+        let written = if self.held.is_empty() {
+            self.file.write_all(s.as_bytes())
+        } else {
+            self.held.push_str(s);
+            let r = self.file.write_all(self.held.as_bytes());
+            self.held.clear();
+            r
+        };
+        written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))?;
         if let Some(p) = self.publish.as_mut() {
             if p.text.is_empty() {
                 p.n += 1;
