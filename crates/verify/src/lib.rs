@@ -10,6 +10,8 @@
 //!   cover every combination, and each case's cycle holds under its choices.
 //! - REJECT for a single reason (aborted or intermediate read, a read of nobody, ...): a witness
 //!   is found among the transactions the certificate names.
+//! - REJECT of a lost update found by counting (values repeat): the named transactions that read
+//!   one value and then overwrote the key outnumber the versions holding it, re-counted.
 //! - ACCEPT with a serial order: the order is replayed read by read.
 //!
 //! Under snapshot isolation (the report's `level`), every cycle must also have no two
@@ -18,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod counted;
 mod facts;
 mod reasons;
 mod replay;
@@ -78,6 +81,14 @@ pub fn verify(h: &History, report: &Value) -> Result<String, Problem> {
             None => Ok("ACCEPT without a serial order (check with --order to have one)".into()),
         },
         // Its reasoning names each read's writer by the value read.
+        // A lost update found by counting is re-counted from the history.
+        Some("REJECT")
+            if repeated_values(h)
+                && report["anomaly"] == "lost-update"
+                && report["cycle"].as_array().is_none_or(|c| c.is_empty()) =>
+        {
+            counted::lost_update(h, report)
+        }
         Some("REJECT") if repeated_values(h) => {
             Err(Problem::Unsupported(
                 "a REJECT of a history where some read's value was written more than once (not checked yet)".into(),
