@@ -142,20 +142,11 @@ impl Log {
     }
     /// Appends `s` and everything held to the log file now.
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {
-        let written = if self.held.is_empty() {
-            self.file.write_all(s.as_bytes())
-        } else {
-            self.held.push_str(s);
-            let r = self.file.write_all(self.held.as_bytes());
-            self.held.clear();
-            r
-        };
+        self.hold(s);
+        let written = self.file.write_all(self.held.as_bytes());
+        self.held.clear();
         written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))?;
         if let Some(p) = self.publish.as_mut() {
-            if p.text.is_empty() {
-                p.n += 1;
-            }
-            p.text.push_str(s);
             // A record ends with its line: the outcome is known.
             if s.ends_with('\n') {
                 let r = p.sink.publish(p.n, Kind::Final, p.text.trim_end());

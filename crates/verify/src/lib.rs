@@ -223,6 +223,16 @@ struct Verifier<'a> {
 
 /// A name in a certificate: a transaction, or (in a choice) the readers of a chain's last
 /// version, which stand for that version.
+/// The transactions a certificate names (its `txns`), those the history has.
+fn named_txns(h: &History, report: &Value) -> Vec<TxnId> {
+    report["txns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| txn_of(h, t["name"].as_str().unwrap_or("")))
+        .collect()
+}
+
 fn txn_of(h: &History, name: &str) -> Option<TxnId> {
     let name = name.strip_prefix("the readers of ").unwrap_or(name);
     h.txn_named(name)

@@ -2,7 +2,7 @@
 //! the certificate names, from the definitions alone.
 
 use crate::facts::{Facts, Seen, Ver};
-use crate::{invalid, txn_of, Problem};
+use crate::{invalid, named_txns, Problem};
 use krait_history::{OpKind, TxnId, TxnStatus};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -10,12 +10,7 @@ use std::collections::HashMap;
 pub fn reason(f: &Facts, report: &Value) -> Result<String, Problem> {
     let h = f.h;
     let anomaly = report["anomaly"].as_str().unwrap_or("");
-    let named: Vec<TxnId> = report["txns"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| txn_of(h, t["name"].as_str().unwrap_or("")))
-        .collect();
+    let named = named_txns(h, report);
     if named.is_empty() {
         return invalid(format!("a {anomaly} certificate that names no transaction"));
     }

@@ -128,17 +128,7 @@ pub fn parse_stream_line(
     let rec = Rec::parse(text, &mut scanned).map_err(|e| not_a_record(path, at, e))?;
     let head = rec.head();
     let status = parse_status(head.status, path, at)?;
-    let mut ops = Vec::with_capacity(head.num_ops);
-    let mut lists = Vec::new();
-    let mut app = Vec::new();
-    rec.each_op(&scanned, |i, kind, key, value, a| {
-        let k = keys.key(key);
-        ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
-        if let Some(a) = a {
-            app.push((i as u32, a.to_string()));
-        }
-        Ok(())
-    })?;
+    let (ops, lists, app) = record_ops(&rec, &scanned, path, at, |k| keys.key(k))?;
     check_times(&head, path, at)?;
     Ok(TxnRecord {
         lists,
@@ -151,6 +141,36 @@ pub fn parse_stream_line(
         ops,
         claims: Vec::new(),
     })
+}
+
+/// A record's operations, their keys numbered by `key`: (ops, list-append reads, application
+/// values), as the model takes them.
+#[allow(clippy::type_complexity)]
+fn record_ops(
+    rec: &Rec,
+    scanned: &[OpRef],
+    path: &Path,
+    at: Location,
+    mut key: impl FnMut(&str) -> KeyId,
+) -> Result<
+    (
+        Vec<(OpKind, KeyId, u64)>,
+        Vec<(u32, Vec<u64>)>,
+        Vec<(u32, String)>,
+    ),
+    InputError,
+> {
+    let mut ops = Vec::with_capacity(rec.head().num_ops);
+    let mut lists = Vec::new();
+    let mut app = Vec::new();
+    rec.each_op(scanned, |i, kind, name, value, a| {
+        ops.push(parse_op(i, kind, key(name), value, &mut lists, path, at)?);
+        if let Some(a) = a {
+            app.push((i as u32, a.to_string()));
+        }
+        Ok(())
+    })?;
+    Ok((ops, lists, app))
 }
 
 fn not_a_record(path: &Path, at: Location, e: serde_json::Error) -> InputError {
@@ -360,17 +380,7 @@ impl Gathered {
         let at = Location::Line(line_no);
         let head = rec.head();
         let status = parse_status(head.status, path, at)?;
-        let mut ops = Vec::with_capacity(head.num_ops);
-        let mut lists = Vec::new();
-        let mut app = Vec::new();
-        rec.each_op(scanned, |i, kind, key, value, a| {
-            let k = self.key(key);
-            ops.push(parse_op(i, kind, k, value, &mut lists, path, at)?);
-            if let Some(a) = a {
-                app.push((i as u32, a.to_string()));
-            }
-            Ok(())
-        })?;
+        let (ops, lists, app) = record_ops(rec, scanned, path, at, |k| self.key(k))?;
         check_times(&head, path, at)?;
         self.push(
             head.session.as_ref(),
@@ -409,17 +419,8 @@ impl Gathered {
                 k => k,
             };
         }
-        let head = Head {
-            session: match l.session {
-                NameRef::Str(s) => std::borrow::Cow::Borrowed(s),
-                NameRef::Int(i) => std::borrow::Cow::Owned(i.to_string()),
-            },
-            txn: l.txn,
-            status: l.status,
-            start: l.start,
-            commit: l.commit,
-            num_ops: ops.len(),
-        };
+        let rec = Rec::Fast(*l);
+        let head = rec.head();
         check_times(&head, path, at)?;
         let session = head.session.as_ref();
         self.push(
