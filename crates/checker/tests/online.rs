@@ -4,7 +4,7 @@ mod common;
 
 use common::fenced::{fence, option_sets, random_fenced, random_late_reads};
 use common::Rng;
-use krait_checker::online::{replay, Online, OnlineOptions, TxnRecord};
+use krait_checker::online::{replay, replay_restarting, Online, OnlineOptions, TxnRecord};
 use krait_checker::{check, Options, Verdict};
 use krait_history::SimpleTxn;
 
@@ -254,5 +254,44 @@ fn online_verdict_equals_one_shot_on_random_fenced_histories() {
         rejects > count / 5 && rejects < count * 9 / 10,
         "{rejects} rejects"
     );
+    assert!(deleted > 1000, "garbage collection hardly ran: {deleted}");
+}
+
+/// A verifier restarted from its saved state after every round (`watch --checkpoint`) goes on
+/// exactly as one that ran through: same verdict, same rounds, same transactions collected.
+#[test]
+fn a_checker_restored_after_every_round_runs_as_one_never_stopped() {
+    let mut r = Rng(0x5eed_0c4e);
+    let sets = option_sets();
+    let (mut rejects, mut deleted) = (0, 0u64);
+    for i in 0..600 {
+        let h = if i % 2 == 0 {
+            random_fenced(&mut r)
+        } else {
+            random_late_reads(&mut r)
+        };
+        for &round in &[1usize, 3, 8] {
+            for (name, o) in &sets {
+                if o.check.strict.is_some() && i % 2 == 1 {
+                    continue;
+                }
+                let through = replay(&h, o.clone(), round, |_, _| {}).unwrap();
+                let restarted = replay_restarting(&h, o.clone(), round).unwrap();
+                let verdict = |on: &Online| on.verdict().map(|r| r.verdict.is_reject());
+                let got = (
+                    verdict(&restarted),
+                    restarted.rounds(),
+                    restarted.deleted_total(),
+                );
+                let want = (verdict(&through), through.rounds(), through.deleted_total());
+                assert_eq!(got, want, "history {i}, round size {round}, {name}\n{h:?}");
+                if *name == "default" {
+                    rejects += usize::from(want.0 == Some(true));
+                    deleted += want.2;
+                }
+            }
+        }
+    }
+    assert!(rejects > 100, "{rejects} rejects");
     assert!(deleted > 1000, "garbage collection hardly ran: {deleted}");
 }

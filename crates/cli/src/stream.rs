@@ -19,10 +19,15 @@ fn input_error(path: &Path, e: impl std::fmt::Display) -> InputError {
 }
 
 fn open(path: &Path) -> Result<krait_transport::nats::NatsSource, InputError> {
+    open_after(path, 0)
+}
+
+/// The stream's records after stream sequence `seen`.
+fn open_after(path: &Path, seen: u64) -> Result<krait_transport::nats::NatsSource, InputError> {
     let url = path.to_str().unwrap_or_default();
     let target = Target::parse(url).map_err(|e| input_error(path, e))?;
     let conn = Connection::open(&target).map_err(|e| input_error(path, e))?;
-    conn.source().map_err(|e| input_error(path, e))
+    conn.source_after(seen).map_err(|e| input_error(path, e))
 }
 
 /// Everything the stream holds now, as one history: pending records whose outcome never
@@ -73,6 +78,23 @@ pub(crate) struct StreamFollower {
     ended_tokens: std::collections::HashSet<String>,
 }
 
+/// What a follower has taken in, up to a stream position: saved with `watch --checkpoint`,
+/// so a restarted follower reads on from the next record with the same pending records,
+/// session numbers and silences. Instants are kept as ages.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FollowerState {
+    position: u64,
+    asm: Assembler,
+    sessions: HashMap<String, u32>,
+    records: u64,
+    seen: Vec<(String, String, Duration)>,
+    lost: Vec<String>,
+    last_any: Option<Duration>,
+    unannounced: Vec<String>,
+    ended: Vec<String>,
+    ended_tokens: Vec<String>,
+}
+
 /// A session given up on: its name and its pending transaction, now of unknown outcome.
 pub(crate) struct Lost {
     pub(crate) name: String,
@@ -94,6 +116,54 @@ impl StreamFollower {
             unannounced: Vec::new(),
             ended: Vec::new(),
             ended_tokens: Default::default(),
+        })
+    }
+
+    /// Its state, for a checkpoint.
+    pub(crate) fn state(&self) -> FollowerState {
+        let sorted = |set: &std::collections::HashSet<String>| {
+            let mut v: Vec<String> = set.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        FollowerState {
+            position: self.src.seen(),
+            asm: self.asm.clone(),
+            sessions: self.sessions.clone(),
+            records: self.records,
+            seen: self
+                .seen
+                .iter()
+                .map(|(token, (name, at))| (token.clone(), name.clone(), at.elapsed()))
+                .collect(),
+            lost: sorted(&self.lost),
+            last_any: self.last_any.map(|at| at.elapsed()),
+            unannounced: self.unannounced.clone(),
+            ended: self.ended.clone(),
+            ended_tokens: sorted(&self.ended_tokens),
+        }
+    }
+
+    /// A follower in state `st` (see [`StreamFollower::state`]), reading on after its position.
+    pub(crate) fn resume(path: &Path, st: FollowerState) -> Result<StreamFollower, InputError> {
+        let now = std::time::Instant::now();
+        let ago = |d: Duration| now.checked_sub(d).unwrap_or(now);
+        Ok(StreamFollower {
+            path: path.to_path_buf(),
+            src: open_after(path, st.position)?,
+            asm: st.asm,
+            sessions: st.sessions,
+            records: st.records,
+            seen: st
+                .seen
+                .into_iter()
+                .map(|(token, name, age)| (token, (name, ago(age))))
+                .collect(),
+            lost: st.lost.into_iter().collect(),
+            last_any: st.last_any.map(ago),
+            unannounced: st.unannounced,
+            ended: st.ended,
+            ended_tokens: st.ended_tokens.into_iter().collect(),
         })
     }
 

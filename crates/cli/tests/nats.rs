@@ -478,13 +478,19 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
                 "50ms",
                 "--checkpoint",
                 ckpt_arg,
+                "--checkpoint-every",
+                "100ms",
             ],
         )
     };
+    // The checkpoint's header line names the round it was saved after.
     let saved = || -> u64 {
-        std::fs::read_to_string(&ckpt)
+        std::fs::read(&ckpt)
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|b| {
+                let line = b.split(|&c| c == b'\n').next()?.to_vec();
+                serde_json::from_slice::<serde_json::Value>(&line).ok()
+            })
             .and_then(|v| v["round"].as_u64())
             .unwrap_or(0)
     };
@@ -497,12 +503,22 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
     stop(&mut first, libc::SIGKILL);
     let cut = saved();
     assert!(cut >= 3, "no checkpoint written");
-    let before: Vec<u64> = watched(first)
-        .1
+    let first_lines = watched(first).1;
+    let before: Vec<u64> = first_lines
         .iter()
         .filter_map(|l| l["round"].as_u64().filter(|_| l.get("new").is_some()))
         .collect();
     assert!(before.len() as u64 >= cut, "{before:?} {cut}");
+    // What the saved state had admitted: the rounds up to the checkpoint's.
+    let admitted = |lines: &[serde_json::Value], rounds: std::ops::RangeInclusive<u64>| -> u64 {
+        lines
+            .iter()
+            .filter(|l| l["round"].as_u64().is_some_and(|r| rounds.contains(&r)))
+            .filter_map(|l| l["new"].as_u64())
+            .sum()
+    };
+    let checked_before = admitted(&first_lines, 1..=cut);
+    assert!(checked_before > 0);
     // The second reports from the next round on, and checks everything.
     let (_, lines, _) = watched(resumable("2s"));
     let rounds: Vec<u64> = lines
@@ -516,5 +532,12 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
     assert_eq!(last["verdict"], "ACCEPT", "{last}");
     let (_, whole) = check(&stream.url);
     assert_eq!(last["history"]["txns"], whole["history"]["txns"], "{last}");
+    // It went on from the saved state: it checked only what the first had not, once each.
+    let total = whole["history"]["txns"].as_u64().unwrap();
+    assert_eq!(
+        checked_before + admitted(&lines, cut + 1..=u64::MAX),
+        total,
+        "{rounds:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

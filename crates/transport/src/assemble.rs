@@ -19,8 +19,9 @@ pub struct Record {
     pub text: String,
 }
 
-/// Per session, the pending record whose final one has not arrived.
-#[derive(Default)]
+/// Per session, the pending record whose final one has not arrived. Saved with a verifier's
+/// checkpoint: a pending record read before it must still be replaced by its final one after.
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Assembler {
     pending: HashMap<String, (u64, String)>,
     ended: Vec<String>,

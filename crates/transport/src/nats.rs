@@ -161,7 +161,20 @@ impl Connection {
 
     /// The stream's records from the first, in order.
     pub fn source(self: &Arc<Self>) -> Result<NatsSource, TransportError> {
+        self.source_after(0)
+    }
+
+    /// The stream's records after stream sequence `seen`, in order (a restarted reader goes on
+    /// after the last record it had taken in).
+    pub fn source_after(self: &Arc<Self>, seen: u64) -> Result<NatsSource, TransportError> {
         let t = &self.target;
+        let deliver_policy = if seen == 0 {
+            jetstream::consumer::DeliverPolicy::All
+        } else {
+            jetstream::consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: seen + 1,
+            }
+        };
         let messages = self.rt.block_on(async {
             let s = self
                 .js
@@ -170,7 +183,7 @@ impl Connection {
                 .map_err(|e| unavailable(t, "opening the stream", e))?;
             let c = s
                 .create_consumer(pull::OrderedConfig {
-                    deliver_policy: jetstream::consumer::DeliverPolicy::All,
+                    deliver_policy,
                     ..Default::default()
                 })
                 .await
@@ -182,7 +195,7 @@ impl Connection {
         Ok(NatsSource {
             conn: self.clone(),
             messages,
-            seen: 0,
+            seen,
         })
     }
 }

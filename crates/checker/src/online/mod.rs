@@ -33,12 +33,13 @@ mod admit_tests;
 mod carry;
 mod epoch;
 mod gc;
+mod persist;
 mod replay;
 mod round;
 mod types;
 
 pub use krait_history::TxnRecord;
-pub use replay::replay;
+pub use replay::{replay, replay_restarting};
 pub use types::{OnlineError, OnlineOptions, RoundStats};
 
 use crate::Report;
@@ -51,6 +52,7 @@ const NONE: u32 = u32::MAX;
 /// How many deleted writes are remembered for stale-read certificates (about 10 MB).
 const DELETED_MEMORY: usize = 1 << 18;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Live {
     t: TxnRecord,
     /// Its 1-based place in its session, as arrived: reports name it `<session>:<pos>`.
@@ -63,14 +65,18 @@ struct Live {
     fence: bool,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Queued {
     t: TxnRecord,
     pos: u32,
     seq: u64,
     sweep: u64,
+    /// Kept as its age in a checkpoint: an `Instant` means nothing to another process.
+    #[serde(with = "persist::age")]
     seen_at: Instant,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Sess {
     name: String,
     live: Vec<u32>,
@@ -84,15 +90,20 @@ struct Sess {
     pushed: u32,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Writer {
     Live(u32),
     Queued(u64),
 }
 
 /// The online checker: transactions pushed as they arrive, checked in rounds.
+///
+/// Everything but the options and a verdict can be saved and restored ([`Online::save`]), so a
+/// restarted verifier goes on where the last one stopped.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Online {
     /// How it checks and collects (may be changed between rounds).
+    #[serde(skip)]
     pub opts: OnlineOptions,
     keys: Vec<String>,
     key_index: FxHashMap<String, KeyId>,
@@ -113,6 +124,7 @@ pub struct Online {
     deleted_total: u64,
     /// Writes seen in records still being written (watch mode): reads of them are not overdue.
     provisional: std::collections::HashSet<(KeyId, u64)>,
+    #[serde(skip)]
     verdict: Option<Report>,
     cobra_claims: bool,
     /// External ids the last garbage collection found superseded (whether or not it could

@@ -10,7 +10,28 @@ pub fn replay(
     h: &krait_history::History,
     opts: OnlineOptions,
     round_size: usize,
+    each: impl FnMut(&RoundStats, &Online),
+) -> Result<Online, OnlineError> {
+    replay_inner(h, opts, round_size, each, false)
+}
+
+/// [`replay`], with the checker saved and restored from its saved state after every round,
+/// as a verifier killed and restarted from a checkpoint each time would run: the verdict,
+/// rounds and collection must be those of [`replay`].
+pub fn replay_restarting(
+    h: &krait_history::History,
+    opts: OnlineOptions,
+    round_size: usize,
+) -> Result<Online, OnlineError> {
+    replay_inner(h, opts, round_size, |_, _| {}, true)
+}
+
+fn replay_inner(
+    h: &krait_history::History,
+    opts: OnlineOptions,
+    round_size: usize,
     mut each: impl FnMut(&RoundStats, &Online),
+    restart: bool,
 ) -> Result<Online, OnlineError> {
     let mut on = Online::new(opts);
     for k in &h.keys {
@@ -107,6 +128,9 @@ pub fn replay(
             }
             if on.verdict().is_some() {
                 return Ok(on);
+            }
+            if restart {
+                on = Online::restore(on.opts.clone(), &on.save()?)?;
             }
         }
     }

@@ -125,6 +125,9 @@ pub enum OnlineError {
         /// The reader.
         txn: u64,
     },
+    /// A saved state that cannot be restored, or a state that cannot be saved.
+    #[error("online checker state: {0}")]
+    State(String),
     /// The round's check refused its input.
     #[error(transparent)]
     Check(#[from] crate::CheckError),

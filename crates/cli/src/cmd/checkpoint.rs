@@ -1,67 +1,143 @@
-//! `krait watch nats://… --checkpoint FILE`: where a verifier got to, so that a restarted one
-//! reports from the next round — nothing reported twice, nothing skipped. The checker's state
-//! is not saved: a restarted watch reads the stream from its first record again and re-checks
-//! what came before the checkpoint silently (its verdict still counts: a violation there is
-//! reported), then goes on reporting, numbering rounds after the last one reported.
+//! `krait watch nats://… --checkpoint FILE`: the verifier's whole state — the online checker
+//! (bounded by garbage collection, like its memory), the follower's pending records and
+//! session clocks, and the stream position they cover — saved every `--checkpoint-every` and
+//! whenever a poll finds the stream quiet. A watch restarted with the same FILE goes on from
+//! the next record: nothing before it is read or checked again, rounds are numbered on from
+//! the saved one, and the only output repeated is the rounds reported between the last save
+//! and the crash.
+//!
+//! The file is one JSON header line, for people and scripts (stream, level, round, record,
+//! transactions), then the state in postcard. It is written to a temporary file, synced and
+//! renamed, so a crash leaves the old checkpoint or the new one, never half of one.
 
+use crate::stream::FollowerState;
 use anyhow::Context;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// The last round reported, and the stream position every record up to which it covered.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The layout's version: a checkpoint of another layout is refused, never misread.
+const VERSION: u64 = 2;
+
+/// Where and how often a watch saves its state.
 pub(crate) struct Checkpoint {
     path: PathBuf,
     /// The stream's address, so a checkpoint is never applied to another stream.
-    pub(crate) stream: String,
-    /// The number of the last round reported.
+    stream: String,
+    /// The level checked: a checkpoint's verdict so far holds for that level only.
+    level: String,
+    every: Duration,
+    last: Option<Instant>,
+    /// (stream record, round) at the last save: a quiet poll saves only what changed.
+    saved_at: (u64, u64),
+}
+
+/// The state a watch goes on from.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Saved {
+    /// Transactions taken in so far.
+    pub(crate) txns: u64,
+    /// The follower's session numbers → the checker's.
+    pub(crate) session_ids: Vec<u32>,
+    pub(crate) follower: FollowerState,
+    /// [`krait_checker::online::Online::save`]'s bytes.
+    pub(crate) online: Vec<u8>,
+}
+
+/// What the header line says of a saved state.
+pub(crate) struct Header {
     pub(crate) round: u64,
-    /// The stream sequence of the last record that round covered.
-    pub(crate) seq: u64,
+    pub(crate) record: u64,
 }
 
 impl Checkpoint {
-    /// The checkpoint in `path` for `stream`, or a fresh one when the file does not exist.
-    pub(crate) fn load(path: &Path, stream: &str) -> anyhow::Result<Checkpoint> {
-        let fresh = Checkpoint {
+    pub(crate) fn new(path: &Path, stream: &str, level: &str, every: Duration) -> Checkpoint {
+        Checkpoint {
             path: path.to_path_buf(),
             stream: stream.to_string(),
-            round: 0,
-            seq: 0,
-        };
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(fresh),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a krait checkpoint", path.display()))?;
-        let field = |f: &str| {
-            v[f].as_u64()
-                .with_context(|| format!("{}: no {f:?} in the checkpoint", path.display()))
-        };
-        let saved = v["stream"].as_str().unwrap_or_default();
-        anyhow::ensure!(
-            saved == stream,
-            "{} is the checkpoint of {saved}, not of {stream}",
-            path.display()
-        );
-        Ok(Checkpoint {
-            round: field("round")?,
-            seq: field("seq")?,
-            ..fresh
-        })
+            level: level.to_string(),
+            every,
+            last: None,
+            saved_at: (0, 0),
+        }
     }
 
-    /// Records that round `round` covered every record up to `seq`; written to a temporary
-    /// file and renamed, so a crash leaves the old checkpoint or the new one.
-    pub(crate) fn save(&mut self, round: u64, seq: u64) -> anyhow::Result<()> {
-        self.round = round;
-        self.seq = seq;
-        let v = serde_json::json!({"stream": self.stream, "round": round, "seq": seq});
+    /// The saved state, or None when the file does not exist yet.
+    pub(crate) fn load(&mut self) -> anyhow::Result<Option<(Header, Saved)>> {
+        let p = self.path.display();
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {p}")),
+        };
+        let nl = bytes.iter().position(|&b| b == b'\n');
+        let head: serde_json::Value = nl
+            .and_then(|n| serde_json::from_slice(&bytes[..n]).ok())
+            .with_context(|| format!("{p}: not a krait checkpoint (no header line)"))?;
+        let version = head["krait_checkpoint"].as_u64().unwrap_or(0);
+        anyhow::ensure!(
+            version == VERSION,
+            "{p}: a checkpoint of layout {version}, not {VERSION} (another krait version): remove it to check the stream from its start"
+        );
+        let field = |f: &str| {
+            head[f]
+                .as_u64()
+                .with_context(|| format!("{p}: no {f:?} in the header"))
+        };
+        let text = |f: &str| head[f].as_str().unwrap_or_default().to_string();
+        anyhow::ensure!(
+            text("stream") == self.stream,
+            "{p} is the checkpoint of {}, not of {}",
+            text("stream"),
+            self.stream
+        );
+        anyhow::ensure!(
+            text("level") == self.level,
+            "{p} was saved checking {}, not {}: restart with --level {} or remove it",
+            text("level"),
+            self.level,
+            text("level")
+        );
+        let saved: Saved = postcard::from_bytes(&bytes[nl.unwrap() + 1..])
+            .with_context(|| format!("{p}: the saved state is unreadable (cut or altered)"))?;
+        let header = Header {
+            round: field("round")?,
+            record: field("record")?,
+        };
+        self.saved_at = (header.record, header.round);
+        self.last = Some(Instant::now());
+        Ok(Some((header, saved)))
+    }
+
+    /// Whether a save is due: `--checkpoint-every` has passed, or the stream is quiet and
+    /// something changed (so an idle exit leaves the latest state behind).
+    pub(crate) fn due(&self, quiet: bool, record: u64, round: u64) -> bool {
+        let changed = (record, round) != self.saved_at;
+        changed && (quiet || self.last.is_none_or(|t| t.elapsed() >= self.every))
+    }
+
+    /// Saves `s`, taken after round `round` and stream record `record`.
+    pub(crate) fn save(&mut self, round: u64, record: u64, s: &Saved) -> anyhow::Result<()> {
+        let head = serde_json::json!({
+            "krait_checkpoint": VERSION,
+            "stream": self.stream,
+            "level": self.level,
+            "round": round,
+            "record": record,
+            "txns": s.txns,
+        });
         let tmp = self.path.with_extension("tmp");
-        std::fs::write(&tmp, v.to_string())
-            .and_then(|_| std::fs::rename(&tmp, &self.path))
-            .with_context(|| format!("writing {}", self.path.display()))
+        (|| -> std::io::Result<()> {
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+            writeln!(f, "{head}")?;
+            f.write_all(&postcard::to_stdvec(s).map_err(std::io::Error::other)?)?;
+            f.into_inner()?.sync_all()?;
+            std::fs::rename(&tmp, &self.path)
+        })()
+        .with_context(|| format!("writing {}", self.path.display()))?;
+        self.saved_at = (record, round);
+        self.last = Some(Instant::now());
+        Ok(())
     }
 }
 
@@ -70,15 +146,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_checkpoint_round_trips_and_belongs_to_its_stream() {
-        let p = std::env::temp_dir().join(format!("krait-cp-{}.json", std::process::id()));
+    fn a_checkpoint_round_trips_and_belongs_to_its_stream_and_level() {
+        let p = std::env::temp_dir().join(format!("krait-cp-{}.ckpt", std::process::id()));
         let _ = std::fs::remove_file(&p);
-        let mut c = Checkpoint::load(&p, "nats://h:1/S").unwrap();
-        assert_eq!((c.round, c.seq), (0, 0));
-        c.save(7, 1234).unwrap();
-        let again = Checkpoint::load(&p, "nats://h:1/S").unwrap();
-        assert_eq!((again.round, again.seq), (7, 1234));
-        assert!(Checkpoint::load(&p, "nats://h:1/OTHER").is_err());
+        let every = Duration::from_secs(1);
+        let mut c = Checkpoint::new(&p, "nats://h:1/S", "serializable", every);
+        assert!(c.load().unwrap().is_none());
+        assert!(c.due(false, 10, 1), "nothing saved yet");
+        let s = Saved {
+            txns: 42,
+            session_ids: vec![1, 0],
+            follower: FollowerState::default(),
+            online: b"state".to_vec(),
+        };
+        c.save(7, 1234, &s).unwrap();
+        assert!(!c.due(true, 1234, 7), "nothing changed since");
+        assert!(c.due(true, 1300, 7), "quiet, and more was read");
+        assert!(!c.due(false, 1300, 7), "not quiet, and saved a moment ago");
+        let (head, back) = Checkpoint::new(&p, "nats://h:1/S", "serializable", every)
+            .load()
+            .unwrap()
+            .unwrap();
+        assert_eq!((head.round, head.record), (7, 1234));
+        assert_eq!(
+            (back.txns, back.session_ids, back.online),
+            (42, vec![1, 0], s.online)
+        );
+        let refused = |stream: &str, level: &str| {
+            Checkpoint::new(&p, stream, level, every)
+                .load()
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default()
+        };
+        assert!(refused("nats://h:1/OTHER", "serializable").contains("not of nats://h:1/OTHER"));
+        assert!(
+            refused("nats://h:1/S", "read-committed").contains("restart with --level serializable")
+        );
+        // A cut file is refused, not misread.
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() - 3]).unwrap();
+        assert!(refused("nats://h:1/S", "serializable").contains("unreadable"));
+        std::fs::write(&p, b"{\"krait_checkpoint\":1}\n").unwrap();
+        assert!(refused("nats://h:1/S", "serializable").contains("layout 1"));
         let _ = std::fs::remove_file(&p);
     }
 }

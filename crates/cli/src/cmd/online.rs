@@ -63,11 +63,6 @@ pub(crate) struct Printer {
     /// Watch: per transaction, ms from its logged commit to the end of the round that checked
     /// it (same machine's clock as the collector's, or clocks in sync), in fixed memory.
     lags: LagHistogram,
-    /// Re-checking what an earlier watch already reported (`--checkpoint`): nothing printed.
-    pub(crate) quiet: bool,
-    /// Added to the checker's round numbers: a resumed watch goes on from the last round
-    /// reported.
-    pub(crate) round_offset: i64,
 }
 
 /// Wall-clock now in ns, the collector's timestamp unit.
@@ -87,18 +82,11 @@ impl Printer {
             rounds: Vec::new(),
             peak_live: 0,
             lags: LagHistogram::new(),
-            quiet: false,
-            round_offset: 0,
         }
     }
 
     /// Records the lag of the transactions admitted since the last call (each once).
     pub(crate) fn lag(&mut self, on: &mut Online) {
-        if self.quiet {
-            // Transactions an earlier watch verified: their lag was its to measure.
-            let _ = on.take_admitted_commits();
-            return;
-        }
         let now = now_ns();
         for c in on.take_admitted_commits() {
             self.lags.add(now.saturating_sub(c) as f64 / 1e6);
@@ -113,12 +101,6 @@ impl Printer {
     /// One round ended.
     pub(crate) fn round(&mut self, st: &RoundStats) {
         self.peak_live = self.peak_live.max(st.checked);
-        if self.quiet {
-            return;
-        }
-        let mut st = st.clone();
-        st.round = (st.round as i64 + self.round_offset).max(0) as u64;
-        let st = &st;
         if self.json && self.stream {
             if let Ok(line) = serde_json::to_string(st) {
                 println!("{line}");
@@ -195,16 +177,13 @@ impl Printer {
         } else {
             match report {
                 Some(r) => {
-                    println!(
-                        "round {}: violation found",
-                        (on.rounds() as i64 + self.round_offset).max(0)
-                    );
+                    println!("round {}: violation found", on.rounds());
                     print!("{}", krait_report::report_text(r, a.timings));
                 }
                 None => println!(
                     "ACCEPT ({}): {txns} transactions in {} rounds, {:.2} s; at most {} transactions in a round's graph, {} garbage-collected",
                     krait_report::level_words(a.level_name()),
-                    (on.rounds() as i64 + self.round_offset).max(0),
+                    on.rounds(),
                     total.as_secs_f64(),
                     self.peak_live,
                     on.deleted_total()

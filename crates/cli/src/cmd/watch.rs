@@ -2,7 +2,7 @@
 //! check them in rounds, garbage-collecting what no future transaction can affect, until the
 //! logs go quiet, a violation shows up, or forever.
 
-use super::checkpoint::Checkpoint;
+use super::checkpoint::{Checkpoint, Saved};
 use super::online::{self, Printer};
 use crate::cmd::check::CheckArgs;
 use crate::duration::parse_duration;
@@ -44,11 +44,15 @@ pub struct WatchArgs {
     /// E.g. --session-timeout 30s.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub(crate) session_timeout: Duration,
-    /// Streams (nats://…): remember in FILE the last round reported; a watch restarted with
-    /// the same FILE re-checks what came before silently and reports from the next round
-    /// (nothing reported twice, nothing skipped). E.g. --checkpoint watch.ckpt
+    /// Streams (nats://…): save the verifier's state in FILE (what it holds, bounded by
+    /// garbage collection, and the stream position); a watch restarted with the same FILE
+    /// goes on from the next record and round, re-reading and re-checking nothing (only the
+    /// rounds reported since the last save are reported again). E.g. --checkpoint watch.ckpt
     #[arg(long, value_name = "FILE")]
     pub(crate) checkpoint: Option<std::path::PathBuf>,
+    /// With --checkpoint: how often to save (also whenever a poll finds the stream quiet).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub(crate) checkpoint_every: Duration,
 }
 
 /// The online checker seen as the key table a log follower fills.
@@ -144,49 +148,72 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(Format::Cobra) => Some(StreamFormat::Cobra),
         Some(f) => anyhow::bail!("watch follows native JSON Lines and Cobra logs, not {f:?}"),
     };
-    let mut follower = if crate::stream::is_stream(&a.path) {
-        Feed::Stream(Box::new(crate::stream::StreamFollower::new(&a.path)?))
-    } else {
-        wait_for(&a.path, w)?;
-        Feed::Files(Follower::new(&a.path, fmt)?)
-    };
-    let mut on = Online::new(OnlineOptions {
+    let opts = OnlineOptions {
         // In watch, --round-size caps a round like --max-round.
         max_admit: w.round_cap(),
         read_wait: w.read_wait,
         track_commits: true,
         ..online::options(a)
-    });
+    };
+    let is_stream = crate::stream::is_stream(&a.path);
+    let path_text = a.path.display().to_string();
+    let mut ckpt = match &w.checkpoint {
+        None => None,
+        Some(_) if !is_stream => {
+            anyhow::bail!("--checkpoint is for streams (nats://…): logs in a directory are read from their start")
+        }
+        Some(p) => Some(Checkpoint::new(
+            p,
+            &path_text,
+            a.level_name(),
+            w.checkpoint_every,
+        )),
+    };
+    let resumed = match ckpt.as_mut() {
+        Some(c) => c.load()?,
+        None => None,
+    };
+    let mut txns = 0u64;
+    let mut session_ids: Vec<u32> = Vec::new();
+    let (mut follower, mut on) = match resumed {
+        Some((head, saved)) => {
+            let on = Online::restore(opts, &saved.online).map_err(|e| {
+                anyhow::anyhow!("{}: {e}", w.checkpoint.as_ref().unwrap().display())
+            })?;
+            let f = crate::stream::StreamFollower::resume(&a.path, saved.follower)?;
+            txns = saved.txns;
+            session_ids = saved.session_ids;
+            if !a.json {
+                eprintln!(
+                    "resuming after round {} at stream record {}: {} transactions taken in, {} held, {} garbage-collected",
+                    head.round,
+                    head.record,
+                    txns,
+                    on.live() + on.waiting(),
+                    on.deleted_total()
+                );
+            }
+            (Feed::Stream(Box::new(f)), on)
+        }
+        None => {
+            let follower = if is_stream {
+                Feed::Stream(Box::new(crate::stream::StreamFollower::new(&a.path)?))
+            } else {
+                wait_for(&a.path, w)?;
+                Feed::Files(Follower::new(&a.path, fmt)?)
+            };
+            (follower, Online::new(opts))
+        }
+    };
     on.min_sessions = w.sessions;
     on.set_cobra_claims(matches!(&follower, Feed::Files(f) if f.format == StreamFormat::Cobra));
     let mut out = Printer::new(a.json, true);
-    let mut ckpt = match (&w.checkpoint, &follower) {
-        (None, _) => None,
-        (Some(p), Feed::Stream(_)) => Some(Checkpoint::load(p, &a.path.display().to_string())?),
-        (Some(_), Feed::Files(_)) => {
-            anyhow::bail!("--checkpoint is for streams (nats://…): logs in a directory are read from their start")
-        }
-    };
-    // Resuming: quiet until the records the last reported round covered are checked again.
-    out.quiet = ckpt.as_ref().is_some_and(|c| c.seq > 0);
-    if out.quiet && !a.json {
-        let c = ckpt.as_ref().unwrap();
-        eprintln!(
-            "resuming after round {}: re-checking the stream up to record {} silently",
-            c.round, c.seq
-        );
-    }
-    let mut last_round = 0u64;
-    // (pushes so far, stream position) after each poll, until a round covers it.
-    let mut polls: std::collections::VecDeque<(u64, u64)> = Default::default();
     let t0 = Instant::now();
     // When the last growth of the logs had been checked: the logs count as idle only when a
     // poll finds nothing new and was taken --idle-exit after that, so time spent checking a
     // long round is never taken for a client that went quiet (its half-written line for a
     // crash).
     let mut quiet_since = Instant::now();
-    let mut txns = 0u64;
-    let mut session_ids: Vec<u32> = Vec::new();
     if !a.json {
         eprintln!(
             "watching {} (new transactions every {} ms{})",
@@ -250,7 +277,6 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             while let Some(st) = on.round()? {
                 out.lag(&mut on);
                 out.round(&st);
-                last_round = st.round;
                 if on.verdict().is_some() {
                     return Ok(());
                 }
@@ -268,21 +294,15 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(exit::BAD_INPUT));
         }
         if let (Some(c), Feed::Stream(f)) = (ckpt.as_mut(), &follower) {
-            // The stream position every record up to which is in a round: the last poll
-            // whose transactions were all admitted (one may wait for another's write).
-            polls.push_back((on.pushed(), f.seen()));
-            let first_waiting = on.oldest_waiting().unwrap_or(u64::MAX);
-            let mut covered = None;
-            while polls.front().is_some_and(|p| p.0 < first_waiting) {
-                covered = polls.pop_front().map(|p| p.1);
-            }
-            if let Some(seq) = covered.filter(|_| on.verdict().is_none()) {
-                if out.quiet && seq >= c.seq {
-                    out.quiet = false;
-                    out.round_offset = c.round as i64 - last_round as i64;
-                } else if !out.quiet && seq > c.seq {
-                    c.save((last_round as i64 + out.round_offset).max(0) as u64, seq)?;
-                }
+            // After the rounds are reported: a crash before the next save repeats only those.
+            if !ending && on.verdict().is_none() && c.due(!grew, f.seen(), on.rounds()) {
+                let saved = Saved {
+                    txns,
+                    session_ids: session_ids.clone(),
+                    follower: f.state(),
+                    online: on.save()?,
+                };
+                c.save(on.rounds(), f.seen(), &saved)?;
             }
         }
         if on.verdict().is_some() || ending {

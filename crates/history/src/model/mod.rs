@@ -20,7 +20,7 @@ pub use stream::{Keys, TxnRecord};
 pub use summary::{summarize, Summary};
 
 use crate::fxhash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Dense transaction id: an index into the transaction arrays.
 pub type TxnId = u32;
@@ -48,7 +48,7 @@ pub const DELETE_WRITE_ID: u64 = 0xabcd_efab;
 pub const FENCE_KEY_HASH: u64 = 0xb887_3aa8_2ef6_c6d3;
 
 /// A transaction's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TxnStatus {
     /// The database acknowledged the commit.
@@ -71,7 +71,7 @@ impl TxnStatus {
 }
 
 /// What an operation does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OpKind {
     /// A write of a value (other writes of the key may write the same value).

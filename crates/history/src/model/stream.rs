@@ -7,7 +7,7 @@
 use super::{KeyId, OpKind, TxnStatus};
 
 /// One transaction as it arrives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TxnRecord {
     /// Its session, numbered by whoever produced the record: the follower numbers sessions in
     /// the order it first sees them (their names are in `Polled::new_sessions`, in that order);
