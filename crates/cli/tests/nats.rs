@@ -232,6 +232,57 @@ fn lost_updates_at_read_committed_are_caught_through_the_stream() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The collectors' fault case: eight publishers replay a history with fractured reads (a
+/// reader sees one of a transaction's writes and misses another, which no database at
+/// SERIALIZABLE does, so it comes from the simulated store) while watch verifies.
+#[test]
+fn fractured_reads_published_by_eight_hosts_are_caught_with_their_cycle() {
+    let Some(stream) = Stream::from_env("fractured") else {
+        return;
+    };
+    let dir = tmp("fractured");
+    let h = dir.join("h.jsonl");
+    let gen = krait()
+        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
+        .args(["--txns", "20000", "--sessions", "8", "--fence-every", "10"])
+        .args(["--fractured-reads", "0.001"])
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let (one_shot_code, one_shot) = check(h.to_str().unwrap());
+    assert_eq!((one_shot_code, &one_shot["verdict"]), (1, &"REJECT".into()));
+    let w = watch(&stream.url, "8", &["--idle-exit", "3s"]);
+    let conv = krait()
+        .args([
+            "convert",
+            h.to_str().unwrap(),
+            &stream.url,
+            "--publishers",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let (code, lines, err) = watched(w);
+    assert_eq!(code, Some(1), "{lines:?} {err}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["verdict"], "REJECT", "{last}");
+    // A fractured read is a cycle through a write→read edge and an anti-dependency: the
+    // reader read from T1 and missed T1's other write, so it precedes T1 on that key.
+    let cycle = last["cycle"].as_array().unwrap();
+    let kinds: Vec<&str> = cycle.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(kinds.contains(&"wr") && kinds.contains(&"rw"), "{last}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn nats_server() -> Option<PathBuf> {
     [
         "/usr/sbin/nats-server",
