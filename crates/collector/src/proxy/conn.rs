@@ -5,12 +5,14 @@
 //! transactions are all followed the same way.
 
 use super::sql::{classify, Operand, Stmt, TableSpec};
+pub(crate) use super::values::{app_of, key_of, value_id};
+use super::values::{fmt_of, normalize};
 use super::wire::{Fields, Msg};
 use crate::recorder::RecSession;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 
-/// A statement the server will answer, in order.
+/// What an executed statement means for the history.
 enum Pending {
     /// A recorded SELECT of row `key` of `table`: rows seen so far.
     Select {
@@ -30,18 +32,44 @@ enum Pending {
     Other,
 }
 
+/// What the server owes the client, in the order the client asked: a client may send many
+/// requests before reading any reply (pipelining, as tokio-postgres does with concurrent
+/// queries), so each reply is matched with the request at the front of this queue.
+enum Reply {
+    /// A Describe: ParameterDescription (of a statement), then RowDescription or NoData, for
+    /// the statement of Parse number `parse`.
+    Describe { parse: u64 },
+    /// An Execute of a portal bound from Parse number `parse` (`None`: a simple query, whose
+    /// RowDescription comes in its reply), with the result formats its Bind asked for.
+    Exec {
+        what: Pending,
+        parse: Option<u64>,
+        formats: Vec<i16>,
+    },
+    /// A Sync, or the end of a simple query: ReadyForQuery answers it and everything before.
+    Sync,
+}
+
+/// A row description: (column, type id).
+type Cols = Vec<(String, u32)>;
+
 /// The recording state of one connection.
 pub(crate) struct Conn {
     pub session: RecSession,
     tables: std::sync::Arc<Vec<TableSpec>>,
-    /// Prepared statements: what each is, and its parameters' type ids.
-    prepared: HashMap<String, (Stmt, Vec<u32>)>,
-    /// Bound portals: the statement and its parameters, normalized.
-    portals: HashMap<String, (Stmt, Vec<Option<Vec<u8>>>)>,
-    describing: VecDeque<String>,
-    pending: VecDeque<Pending>,
-    /// The last row description: (column, type id, binary).
-    cols: Vec<(String, u32, bool)>,
+    /// Prepared statements: what each is, its parameters' type ids, its Parse number.
+    prepared: HashMap<String, (Stmt, Vec<u32>, u64)>,
+    /// Bound portals: the statement, its parameters normalized, its Parse number and the
+    /// result formats asked for.
+    portals: HashMap<String, (Stmt, Vec<Option<Vec<u8>>>, u64, Vec<i16>)>,
+    /// Parses seen so far: a statement name may be parsed again while an Execute of its
+    /// earlier text still waits for its rows, so descriptions are kept per Parse.
+    parses: u64,
+    /// Row descriptions by Parse number, as the server gave them.
+    described: HashMap<u64, Cols>,
+    queue: VecDeque<Reply>,
+    /// The row description of the simple query being answered.
+    query_cols: Cols,
     failed: bool,
     last_tag: String,
     /// Writes were sent outside an explicit transaction: they commit with their statement, so
@@ -54,55 +82,6 @@ pub(crate) struct Conn {
     pub unrecorded_reads: u64,
 }
 
-/// A value in the text form PostgreSQL prints it in, whichever format it travelled in, so a
-/// write by parameter and a read of the same value agree (integers and booleans decoded; text
-/// as is; other binary values as hex, which only matches itself).
-fn normalize(v: &[u8], oid: u32, binary: bool) -> Vec<u8> {
-    if !binary {
-        return v.to_vec();
-    }
-    let int = |b: &[u8]| -> Option<i64> {
-        Some(match b.len() {
-            2 => i16::from_be_bytes(b.try_into().ok()?) as i64,
-            4 => i32::from_be_bytes(b.try_into().ok()?) as i64,
-            8 => i64::from_be_bytes(b.try_into().ok()?),
-            _ => return None,
-        })
-    };
-    match oid {
-        20 | 21 | 23 => int(v).map_or_else(|| v.to_vec(), |i| i.to_string().into_bytes()),
-        16 => (if v.first() == Some(&1) { "t" } else { "f" }).into(),
-        _ if std::str::from_utf8(v).is_ok() && matches!(oid, 0 | 19 | 25 | 1042 | 1043) => {
-            v.to_vec()
-        }
-        _ => {
-            let mut s = String::from("\\x");
-            for b in v {
-                s.push_str(&format!("{b:02x}"));
-            }
-            s.into_bytes()
-        }
-    }
-}
-
-/// A column value as a history value: a hash of its text form (NULL its own value).
-pub(crate) fn value_id(v: Option<&[u8]>) -> u64 {
-    match v {
-        Some(v) => krait_history::hash_bytes(v),
-        None => krait_history::hash_bytes(b"\0NULL"),
-    }
-}
-
-/// A column value as the application sees it, for certificates (NULL has none).
-pub(crate) fn app_of(v: Option<&[u8]>) -> Option<std::borrow::Cow<'_, str>> {
-    v.map(String::from_utf8_lossy)
-}
-
-/// `TABLE/KEY/COLUMN`: one history key per column of a row.
-pub(crate) fn key_of(t: &TableSpec, key: &[u8], col: &str) -> String {
-    format!("{}/{}/{col}", t.name, String::from_utf8_lossy(key))
-}
-
 impl Conn {
     pub(crate) fn new(session: RecSession, tables: std::sync::Arc<Vec<TableSpec>>) -> Conn {
         Conn {
@@ -110,9 +89,10 @@ impl Conn {
             tables,
             prepared: HashMap::new(),
             portals: HashMap::new(),
-            describing: VecDeque::new(),
-            pending: VecDeque::new(),
-            cols: Vec::new(),
+            parses: 0,
+            described: HashMap::new(),
+            queue: VecDeque::new(),
+            query_cols: Vec::new(),
             failed: false,
             last_tag: String::new(),
             autocommit_sent: false,
@@ -136,19 +116,20 @@ impl Conn {
         Ok(())
     }
 
-    /// A statement is about to be sent for execution.
-    fn execute(&mut self, stmt: Stmt, params: &[Option<Vec<u8>>]) -> io::Result<()> {
-        match stmt {
+    /// A statement is about to be sent for execution: its writes are logged now; what its
+    /// reply will mean is returned.
+    fn execute(&mut self, stmt: Stmt, params: &[Option<Vec<u8>>]) -> io::Result<Pending> {
+        Ok(match stmt {
             Stmt::Begin => {
                 self.explicit = true;
                 self.ensure_txn()?;
-                self.pending.push_back(Pending::Other);
+                Pending::Other
             }
             Stmt::Commit => {
                 if self.session.in_txn() {
                     self.session.committing()?;
                 }
-                self.pending.push_back(Pending::Other);
+                Pending::Other
             }
             Stmt::Write { table, key, cols } => {
                 self.ensure_txn()?;
@@ -166,16 +147,16 @@ impl Conn {
                 if !self.explicit {
                     self.autocommit_sent = true;
                 }
-                self.pending.push_back(Pending::Other);
+                Pending::Other
             }
             Stmt::Select { table, key } => {
                 self.ensure_txn()?;
                 let key = self.operand(&key, params).unwrap_or_default();
-                self.pending.push_back(Pending::Select {
+                Pending::Select {
                     table,
                     key,
                     rows: 0,
-                });
+                }
             }
             Stmt::UnrecordedRead(why) => {
                 self.unrecorded_reads += 1;
@@ -185,14 +166,14 @@ impl Conn {
                         self.session.name()
                     );
                 }
-                self.pending.push_back(Pending::Other);
+                Pending::Other
             }
             Stmt::Unrecorded(why) => {
                 self.unrecorded += 1;
                 if self.unrecorded <= 10 {
                     eprintln!("krait proxy: {}: not recorded: {why}", self.session.name());
                 }
-                self.pending.push_back(Pending::Other);
+                Pending::Other
             }
             Stmt::Increment {
                 table,
@@ -205,17 +186,16 @@ impl Conn {
                 if !self.explicit {
                     self.autocommit_sent = true;
                 }
-                self.pending.push_back(Pending::Increment {
+                Pending::Increment {
                     table,
                     key: self.operand(&key, params).unwrap_or_default(),
                     col,
                     delta: self.operand(&delta, params).unwrap_or_default(),
                     minus,
-                });
+                }
             }
-            Stmt::Rollback | Stmt::Ignored => self.pending.push_back(Pending::Other),
-        }
-        Ok(())
+            Stmt::Rollback | Stmt::Ignored => Pending::Other,
+        })
     }
 
     /// Looks at a message from the client, before it is forwarded (an increment's is
@@ -232,7 +212,13 @@ impl Conn {
                     body.push(0);
                     m.body = body;
                 }
-                self.execute(stmt, &[])?;
+                let what = self.execute(stmt, &[])?;
+                self.queue.push_back(Reply::Exec {
+                    what,
+                    parse: None,
+                    formats: Vec::new(),
+                });
+                self.queue.push_back(Reply::Sync);
             }
             b'P' => {
                 let (Some(name), Some(sql)) = (f.cstr(), f.cstr()) else {
@@ -248,7 +234,9 @@ impl Conn {
                     )),
                     s => s,
                 };
-                self.prepared.insert(name, (stmt, oids));
+                self.parses += 1;
+                self.prepared.insert(name, (stmt, oids, self.parses));
+                self.forget_descriptions();
             }
             b'B' => {
                 let (Some(portal), Some(name)) = (f.cstr(), f.cstr()) else {
@@ -257,54 +245,115 @@ impl Conn {
                 let nf = f.i16().unwrap_or(0).max(0) as usize;
                 let fmts: Vec<i16> = (0..nf).filter_map(|_| f.i16()).collect();
                 let np = f.i16().unwrap_or(0).max(0) as usize;
-                let (stmt, oids) = self
-                    .prepared
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or((Stmt::Ignored, Vec::new()));
+                let (stmt, oids, parse) =
+                    self.prepared
+                        .get(&name)
+                        .cloned()
+                        .unwrap_or((Stmt::Ignored, Vec::new(), 0));
                 let params = (0..np)
                     .map(|i| {
                         let v = f.value().flatten()?;
-                        // One format code applies to all; none means text.
-                        let fmt = match fmts.len() {
-                            0 => 0,
-                            1 => fmts[0],
-                            _ => fmts.get(i).copied().unwrap_or(0),
-                        };
-                        Some(normalize(&v, oids.get(i).copied().unwrap_or(0), fmt == 1))
+                        Some(normalize(
+                            &v,
+                            oids.get(i).copied().unwrap_or(0),
+                            fmt_of(&fmts, i),
+                        ))
                     })
                     .collect();
-                self.portals.insert(portal, (stmt, params));
+                let nr = f.i16().unwrap_or(0).max(0) as usize;
+                let results: Vec<i16> = (0..nr).filter_map(|_| f.i16()).collect();
+                self.portals.insert(portal, (stmt, params, parse, results));
             }
             b'E' => {
                 let portal = f.cstr().unwrap_or_default();
-                let (stmt, params) = self
+                let (stmt, params, parse, formats) = self
                     .portals
                     .get(&portal)
                     .cloned()
-                    .unwrap_or((Stmt::Ignored, Vec::new()));
-                self.execute(stmt, &params)?;
+                    .unwrap_or((Stmt::Ignored, Vec::new(), 0, Vec::new()));
+                let what = self.execute(stmt, &params)?;
+                self.queue.push_back(Reply::Exec {
+                    what,
+                    parse: Some(parse),
+                    formats,
+                });
             }
-            // Describe of a statement: its parameter types come back next.
-            b'D' if f.byte() == Some(b'S') => {
-                self.describing.push_back(f.cstr().unwrap_or_default());
+            b'D' => {
+                let kind = f.byte();
+                let name = f.cstr().unwrap_or_default();
+                let parse = match kind {
+                    Some(b'S') => self.prepared.get(&name).map(|p| p.2),
+                    _ => self.portals.get(&name).map(|p| p.2),
+                };
+                self.queue.push_back(Reply::Describe {
+                    parse: parse.unwrap_or(0),
+                });
             }
+            b'S' => self.queue.push_back(Reply::Sync),
             _ => {}
         }
         Ok(())
     }
 
+    /// Drops the descriptions no prepared statement and no awaited reply needs any more
+    /// (clients that prepare a statement per query would otherwise grow them forever).
+    fn forget_descriptions(&mut self) {
+        if self.described.len() <= 2 * self.prepared.len() + self.queue.len() + 64 {
+            return;
+        }
+        let mut keep: std::collections::HashSet<u64> =
+            self.prepared.values().map(|p| p.2).collect();
+        keep.extend(self.portals.values().map(|p| p.2));
+        for r in &self.queue {
+            match r {
+                Reply::Describe { parse }
+                | Reply::Exec {
+                    parse: Some(parse), ..
+                } => {
+                    keep.insert(*parse);
+                }
+                _ => {}
+            }
+        }
+        self.described.retain(|p, _| keep.contains(p));
+    }
+
+    /// The columns of the reply at the front of the queue: (name, type id, binary).
+    fn reply_cols(&self) -> Vec<(String, u32, bool)> {
+        match self.queue.front() {
+            Some(Reply::Exec {
+                parse: Some(p),
+                formats,
+                ..
+            }) => self
+                .described
+                .get(p)
+                .map(|cols| {
+                    cols.iter()
+                        .enumerate()
+                        .map(|(i, (c, oid))| (c.clone(), *oid, fmt_of(formats, i)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => self
+                .query_cols
+                .iter()
+                .map(|(c, oid)| (c.clone(), *oid, false))
+                .collect(),
+        }
+    }
+
     fn read_row(&mut self, table: usize, key: &[u8], row: Option<&Msg>) -> io::Result<()> {
         let t = self.tables[table].clone();
+        let cols = self.reply_cols();
         let values: Vec<Option<Vec<u8>>> = match row {
             Some(m) => {
                 let mut f = Fields::new(&m.body);
                 let n = f.i16().unwrap_or(0).max(0);
                 (0..n).map(|_| f.value().flatten()).collect()
             }
-            None => vec![None; self.cols.len()],
+            None => vec![None; cols.len()],
         };
-        let cols = self.cols.clone();
         for (i, (c, oid, binary)) in cols.iter().enumerate() {
             if *c == t.pk {
                 continue;
@@ -330,13 +379,17 @@ impl Conn {
     /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
     /// a read of the old and a write of the new.
     fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
-        let Some(Pending::Increment {
-            table,
-            key,
-            col,
-            delta,
-            minus,
-        }) = self.pending.front()
+        let Some(Reply::Exec {
+            what:
+                Pending::Increment {
+                    table,
+                    key,
+                    col,
+                    delta,
+                    minus,
+                },
+            ..
+        }) = self.queue.front()
         else {
             return Ok(());
         };
@@ -344,7 +397,7 @@ impl Conn {
         let mut f = Fields::new(&m.body);
         f.i16();
         let new = f.value().flatten();
-        let (oid, binary) = self.cols.first().map_or((0, false), |c| (c.1, c.2));
+        let (oid, binary) = self.reply_cols().first().map_or((0, false), |c| (c.1, c.2));
         let new = new.map(|v| normalize(&v, oid, binary));
         let num = |v: &[u8]| std::str::from_utf8(v).ok()?.trim().parse::<i128>().ok();
         let old = match (new.as_deref().and_then(num), num(delta)) {
@@ -373,21 +426,28 @@ impl Conn {
     /// Looks at a message from the server; false when it is the proxy's own (an increment's
     /// returned row) and must not reach the client.
     pub(crate) fn on_server(&mut self, m: &Msg) -> io::Result<bool> {
-        let increment = matches!(self.pending.front(), Some(Pending::Increment { .. }));
+        let increment = matches!(
+            self.queue.front(),
+            Some(Reply::Exec {
+                what: Pending::Increment { .. },
+                ..
+            })
+        );
         let mut f = Fields::new(&m.body);
         match m.tag {
             b't' => {
                 let n = f.i16().unwrap_or(0).max(0);
                 let oids: Vec<u32> = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
-                if let Some(name) = self.describing.pop_front() {
-                    if let Some(p) = self.prepared.get_mut(&name) {
+                if let Some(Reply::Describe { parse }) = self.queue.front() {
+                    let parse = *parse;
+                    if let Some(p) = self.prepared.values_mut().find(|p| p.2 == parse) {
                         p.1 = oids;
                     }
                 }
             }
             b'T' => {
                 let n = f.i16().unwrap_or(0).max(0);
-                self.cols = (0..n)
+                let cols: Cols = (0..n)
                     .filter_map(|_| {
                         let name = f.cstr()?;
                         f.i32()?;
@@ -395,12 +455,27 @@ impl Conn {
                         let oid = f.i32()? as u32;
                         f.i16()?;
                         f.i32()?;
-                        let fmt = f.i16()?;
-                        Some((name, oid, fmt == 1))
+                        f.i16()?;
+                        Some((name, oid))
                     })
                     .collect();
-                if increment {
-                    return Ok(false);
+                match self.queue.front() {
+                    Some(Reply::Describe { parse }) => {
+                        self.described.insert(*parse, cols);
+                        self.queue.pop_front();
+                    }
+                    _ => {
+                        self.query_cols = cols;
+                        if increment {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            b'n' => {
+                if let Some(Reply::Describe { parse }) = self.queue.front() {
+                    self.described.insert(*parse, Vec::new());
+                    self.queue.pop_front();
                 }
             }
             b'D' if increment => {
@@ -410,7 +485,11 @@ impl Conn {
                 return Ok(false);
             }
             b'D' => {
-                if let Some(Pending::Select { table, key, rows }) = self.pending.front_mut() {
+                if let Some(Reply::Exec {
+                    what: Pending::Select { table, key, rows },
+                    ..
+                }) = self.queue.front_mut()
+                {
                     *rows += 1;
                     let (table, key) = (*table, key.clone());
                     if self.session.in_txn() {
@@ -418,26 +497,47 @@ impl Conn {
                     }
                 }
             }
-            b'C' | b'I' => {
-                self.last_tag = f.cstr().unwrap_or_default();
-                if let Some(Pending::Select {
-                    table,
-                    key,
-                    rows: 0,
-                }) = self.pending.pop_front()
+            b'C' | b'I' | b's' => {
+                if m.tag == b'C' {
+                    self.last_tag = f.cstr().unwrap_or_default();
+                }
+                if let Some(Reply::Exec {
+                    what:
+                        Pending::Select {
+                            table,
+                            key,
+                            rows: 0,
+                        },
+                    ..
+                }) = self.queue.front()
                 {
+                    let (table, key) = (*table, key.clone());
                     if self.session.in_txn() {
                         self.read_row(table, &key, None)?;
                     }
                 }
+                if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
+                    self.queue.pop_front();
+                }
             }
             b'E' => {
+                // The server skips what was asked after the failed request until the Sync.
                 self.failed = true;
-                self.pending.pop_front();
+                while self
+                    .queue
+                    .front()
+                    .is_some_and(|r| !matches!(r, Reply::Sync))
+                {
+                    self.queue.pop_front();
+                }
             }
             b'Z' => {
-                // The batch is answered: what was not answered was skipped after an error.
-                self.pending.clear();
+                // Everything asked up to the first Sync is answered.
+                while let Some(r) = self.queue.pop_front() {
+                    if matches!(r, Reply::Sync) {
+                        break;
+                    }
+                }
                 if f.byte() == Some(b'I') {
                     if self.session.in_txn() {
                         let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");

@@ -16,6 +16,7 @@
 
 mod conn;
 mod sql;
+mod values;
 mod wire;
 
 use crate::recorder::Recorder;
