@@ -221,22 +221,56 @@ fn pgbench_runs_through_the_proxy_unchanged_and_is_accepted() {
         ("pgbench_tellers", "tid"),
         ("pgbench_branches", "bid"),
     ];
-    let (out, l, report) = with_proxy(&db, &tables, "pgbench", |port, _| {
-        std::process::Command::new("pgbench")
-            .args(["-c", "4", "-t", "50", "-h", "127.0.0.1", "-U", &user])
-            .args(["-p", &port.to_string(), dbname])
-            .output()
-            .unwrap()
-    });
-    assert!(out.status.success(), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stdout)
-        .contains("number of transactions actually processed: 200/200"));
-    assert_eq!(report.unrecorded, 0, "TPC-B's statements are all recorded");
-    let h = l.history;
-    let s = krait_history::summarize(&h);
-    // 200 transactions of three increments and one read each, and the initial rows.
-    assert!(s.committed >= 201, "{s:?}");
-    assert!(verdict(&h, Level::Serializable).is_accept());
+    // The simple protocol, the extended one with unnamed statements, and prepared statements:
+    // the increments are recorded by all three (sent with RETURNING).
+    for mode in ["simple", "extended", "prepared"] {
+        let (out, l, report) = with_proxy(&db, &tables, &format!("pgbench-{mode}"), |port, _| {
+            std::process::Command::new("pgbench")
+                .args([
+                    "-c",
+                    "4",
+                    "-t",
+                    "50",
+                    "-M",
+                    mode,
+                    "-h",
+                    "127.0.0.1",
+                    "-U",
+                    &user,
+                ])
+                .args(["-p", &port.to_string(), dbname])
+                .output()
+                .unwrap()
+        });
+        assert!(out.status.success(), "{mode}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout)
+                .contains("number of transactions actually processed: 200/200"),
+            "{mode}: {out:?}"
+        );
+        assert_eq!(
+            report.unrecorded, 0,
+            "{mode}: TPC-B's statements are all recorded"
+        );
+        let h = l.history;
+        let s = krait_history::summarize(&h);
+        // 200 transactions of three increments and one read each, and the initial rows.
+        assert!(s.committed >= 201, "{mode}: {s:?}");
+        for t in 0..h.num_txns() as u32 {
+            if h.session_names[h.session_of(t)] == "initial"
+                || h.txn_status[t as usize] != krait_history::TxnStatus::Committed
+            {
+                continue;
+            }
+            let kinds: Vec<_> = h.ops(t).map(|o| h.op_kind[o]).collect();
+            let writes = kinds
+                .iter()
+                .filter(|k| **k == krait_history::OpKind::Write)
+                .count();
+            assert_eq!((writes, kinds.len()), (3, 7), "{mode}: transaction {t}");
+        }
+        assert!(verdict(&h, Level::Serializable).is_accept(), "{mode}");
+    }
 }
 
 #[test]
@@ -303,8 +337,9 @@ fn write_skew_at_repeatable_read_through_the_proxy_is_rejected_under_serializabi
 
 /// An async application (tokio-postgres) through the proxy, unchanged: four connections
 /// transfer between accounts at SERIALIZABLE, each transfer reading both balances with two
-/// queries pipelined on one connection (both in flight before either reply), retrying
-/// serialization failures as new transactions. The proxy records every committed transfer,
+/// queries pipelined on one connection (both in flight before either reply), then writing one
+/// and incrementing the other by a prepared statement, retrying serialization failures as new
+/// transactions. The proxy records every committed transfer,
 /// and the history is serializable.
 #[test]
 fn an_async_tokio_postgres_application_with_pipelined_queries_is_recorded_and_accepted() {
@@ -361,7 +396,13 @@ fn an_async_tokio_postgres_application_with_pipelined_queries_is_recorded_and_ac
                             let (f, t): (i64, i64) = (f?.get(0), t?.get(0));
                             let u = "UPDATE acct SET balance = $2 WHERE id = $1";
                             tx.execute(u, &[&fk, &(f - 1)]).await?;
-                            tx.execute(u, &[&tk, &(t + 1)]).await?;
+                            // An increment by the extended protocol: the proxy adds
+                            // RETURNING, and the client is still told it returns no rows.
+                            let inc = "UPDATE acct SET balance = balance + $2 WHERE id = $1";
+                            let st = tx.prepare(inc).await?;
+                            assert!(st.columns().is_empty(), "described as returning rows");
+                            let _ = t;
+                            tx.execute(&st, &[&tk, &1i64]).await?;
                             tx.commit().await
                         }
                         .await;
@@ -401,7 +442,8 @@ fn an_async_tokio_postgres_application_with_pipelined_queries_is_recorded_and_ac
     let s = krait_history::summarize(&h);
     // The 100 transfers and the initial rows; each retried attempt is an aborted transaction.
     assert_eq!(s.committed, 101, "{s:?} ({retried} retried)");
-    // Both pipelined reads of every transfer are recorded, each matched with its own reply.
+    // Both pipelined reads of every transfer are recorded, each matched with its own reply,
+    // and the increment as a read and a write.
     for t in 0..h.num_txns() as u32 {
         if h.txn_status[t as usize] != krait_history::TxnStatus::Committed
             || h.session_names[h.session_of(t)] == "initial"
@@ -413,7 +455,7 @@ fn an_async_tokio_postgres_application_with_pipelined_queries_is_recorded_and_ac
             .iter()
             .filter(|k| **k == krait_history::OpKind::Read)
             .count();
-        assert_eq!((reads, kinds.len()), (2, 4), "transaction {t}");
+        assert_eq!((reads, kinds.len()), (3, 5), "transaction {t}");
     }
     let v = verdict(&h, Level::Serializable);
     assert!(

@@ -7,6 +7,8 @@
 use super::sql::{classify, Operand, Stmt, TableSpec};
 pub(crate) use super::values::{app_of, key_of, value_id};
 use super::values::{fmt_of, normalize};
+
+mod replies;
 use super::wire::{Fields, Msg};
 use crate::recorder::RecSession;
 use std::collections::{HashMap, VecDeque};
@@ -67,6 +69,8 @@ pub(crate) struct Conn {
     parses: u64,
     /// Row descriptions by Parse number, as the server gave them.
     described: HashMap<u64, Cols>,
+    /// Parses of increments sent with `RETURNING`: their row descriptions are the proxy's.
+    rewritten: std::collections::HashSet<u64>,
     queue: VecDeque<Reply>,
     /// The row description of the simple query being answered.
     query_cols: Cols,
@@ -76,6 +80,19 @@ pub(crate) struct Conn {
     /// a connection lost before the answer leaves them unknown, not aborted.
     autocommit_sent: bool,
     explicit: bool,
+    /// Syncs (and simple queries) sent, and ReadyForQuery messages received: the n-th
+    /// ReadyForQuery answers the n-th Sync.
+    syncs_sent: u64,
+    syncs_answered: u64,
+    /// Syncs sent when the transaction recorded now was opened: an answer to one of those
+    /// (a pipelined Close's, say) says nothing of it.
+    opened_at: u64,
+    /// The Sync whose answer ends the transaction recorded now (after COMMIT, ROLLBACK or an
+    /// autocommit statement): the next transaction's operations wait for it (see
+    /// [`Conn::must_wait`]).
+    end_due: Option<u64>,
+    /// The server's side of the connection is gone: nothing waits for it any more.
+    pub(crate) closed: bool,
     /// Statements on declared tables the proxy could not record that may have written.
     pub unrecorded: u64,
     /// Reads of declared tables it could not record.
@@ -91,12 +108,18 @@ impl Conn {
             portals: HashMap::new(),
             parses: 0,
             described: HashMap::new(),
+            rewritten: Default::default(),
             queue: VecDeque::new(),
             query_cols: Vec::new(),
             failed: false,
             last_tag: String::new(),
             autocommit_sent: false,
             explicit: false,
+            syncs_sent: 0,
+            syncs_answered: 0,
+            opened_at: 0,
+            end_due: None,
+            closed: false,
             unrecorded: 0,
             unrecorded_reads: 0,
         }
@@ -112,6 +135,7 @@ impl Conn {
     fn ensure_txn(&mut self) -> io::Result<()> {
         if !self.session.in_txn() {
             self.session.open_txn()?;
+            self.opened_at = self.syncs_sent;
         }
         Ok(())
     }
@@ -119,6 +143,15 @@ impl Conn {
     /// A statement is about to be sent for execution: its writes are logged now; what its
     /// reply will mean is returned.
     fn execute(&mut self, stmt: Stmt, params: &[Option<Vec<u8>>]) -> io::Result<Pending> {
+        // What ends the transaction now recorded: its outcome comes with the next Sync's answer.
+        let ends = match &stmt {
+            Stmt::Commit | Stmt::Rollback => true,
+            Stmt::Begin | Stmt::Ignored => false,
+            _ => !self.explicit,
+        };
+        if ends {
+            self.end_due = Some(self.syncs_sent + 1);
+        }
         Ok(match stmt {
             Stmt::Begin => {
                 self.explicit = true;
@@ -198,6 +231,19 @@ impl Conn {
         })
     }
 
+    /// Whether client message `m` must wait before it is looked at and forwarded: a client
+    /// may send the next transaction's statements before the last one's outcome arrives
+    /// (pipelining across COMMIT, or autocommit statements back to back), but the log holds
+    /// one transaction at a time and learns where one ends only from the server. So a
+    /// statement waits until the Sync that ends the transaction before it is answered. A
+    /// statement in the same Sync block as the end is not held (the server answers nothing
+    /// before that Sync, which must go out).
+    pub(crate) fn must_wait(&self, m: &Msg) -> bool {
+        matches!(m.tag, b'Q' | b'E')
+            && !self.closed
+            && self.end_due.is_some_and(|d| self.syncs_sent >= d)
+    }
+
     /// Looks at a message from the client, before it is forwarded (an increment's is
     /// rewritten to return the new value).
     pub(crate) fn on_client(&mut self, m: &mut Msg) -> io::Result<()> {
@@ -219,22 +265,30 @@ impl Conn {
                     formats: Vec::new(),
                 });
                 self.queue.push_back(Reply::Sync);
+                self.syncs_sent += 1;
             }
             b'P' => {
                 let (Some(name), Some(sql)) = (f.cstr(), f.cstr()) else {
                     return Ok(());
                 };
+                let rest = f.rest().to_vec();
+                let mut f = Fields::new(&rest);
                 let n = f.i16().unwrap_or(0).max(0);
                 let oids = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
-                let stmt = match classify(&sql, &self.tables) {
-                    // Its reply cannot be rewritten under the client's Describe.
-                    Stmt::Increment { .. } => Stmt::Unrecorded(format!(
-                        "an increment by the extended protocol: {}",
-                        sql.trim()
-                    )),
-                    s => s,
-                };
+                let stmt = classify(&sql, &self.tables);
                 self.parses += 1;
+                if let Stmt::Increment { col, .. } = &stmt {
+                    // Returns the new value; what the client is told of rows is kept as an
+                    // UPDATE's (NoData to a Describe, no DataRow).
+                    let base = sql.trim_end().trim_end_matches(';');
+                    let mut body = name.as_bytes().to_vec();
+                    body.push(0);
+                    body.extend_from_slice(format!("{base} RETURNING {col}").as_bytes());
+                    body.push(0);
+                    body.extend_from_slice(&rest);
+                    m.body = body;
+                    self.rewritten.insert(self.parses);
+                }
                 self.prepared.insert(name, (stmt, oids, self.parses));
                 self.forget_descriptions();
             }
@@ -289,7 +343,10 @@ impl Conn {
                     parse: parse.unwrap_or(0),
                 });
             }
-            b'S' => self.queue.push_back(Reply::Sync),
+            b'S' => {
+                self.queue.push_back(Reply::Sync);
+                self.syncs_sent += 1;
+            }
             _ => {}
         }
         Ok(())
@@ -316,242 +373,7 @@ impl Conn {
             }
         }
         self.described.retain(|p, _| keep.contains(p));
-    }
-
-    /// The columns of the reply at the front of the queue: (name, type id, binary).
-    fn reply_cols(&self) -> Vec<(String, u32, bool)> {
-        match self.queue.front() {
-            Some(Reply::Exec {
-                parse: Some(p),
-                formats,
-                ..
-            }) => self
-                .described
-                .get(p)
-                .map(|cols| {
-                    cols.iter()
-                        .enumerate()
-                        .map(|(i, (c, oid))| (c.clone(), *oid, fmt_of(formats, i)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            _ => self
-                .query_cols
-                .iter()
-                .map(|(c, oid)| (c.clone(), *oid, false))
-                .collect(),
-        }
-    }
-
-    fn read_row(&mut self, table: usize, key: &[u8], row: Option<&Msg>) -> io::Result<()> {
-        let t = self.tables[table].clone();
-        let cols = self.reply_cols();
-        let values: Vec<Option<Vec<u8>>> = match row {
-            Some(m) => {
-                let mut f = Fields::new(&m.body);
-                let n = f.i16().unwrap_or(0).max(0);
-                (0..n).map(|_| f.value().flatten()).collect()
-            }
-            None => vec![None; cols.len()],
-        };
-        for (i, (c, oid, binary)) in cols.iter().enumerate() {
-            if *c == t.pk {
-                continue;
-            }
-            let k = key_of(&t, key, c);
-            match (row, values.get(i).cloned().flatten()) {
-                // No row: the column's initial state (no recorded write).
-                (None, _) => self.session.op("r", &k, None, None)?,
-                (Some(_), v) => {
-                    let v = v.map(|v| normalize(&v, *oid, *binary));
-                    self.session.op(
-                        "r",
-                        &k,
-                        Some(value_id(v.as_deref())),
-                        app_of(v.as_deref()).as_deref(),
-                    )?
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
-    /// a read of the old and a write of the new.
-    fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
-        let Some(Reply::Exec {
-            what:
-                Pending::Increment {
-                    table,
-                    key,
-                    col,
-                    delta,
-                    minus,
-                },
-            ..
-        }) = self.queue.front()
-        else {
-            return Ok(());
-        };
-        let (table, key, col, minus) = (*table, key.clone(), col.clone(), *minus);
-        let mut f = Fields::new(&m.body);
-        f.i16();
-        let new = f.value().flatten();
-        let (oid, binary) = self.reply_cols().first().map_or((0, false), |c| (c.1, c.2));
-        let new = new.map(|v| normalize(&v, oid, binary));
-        let num = |v: &[u8]| std::str::from_utf8(v).ok()?.trim().parse::<i128>().ok();
-        let old = match (new.as_deref().and_then(num), num(delta)) {
-            (Some(n), Some(d)) => (if minus { n + d } else { n - d }).to_string(),
-            _ => {
-                self.unrecorded += 1;
-                eprintln!(
-                    "krait proxy: {}: not recorded: an increment of {col} whose values are not integers",
-                    self.session.name()
-                );
-                return Ok(());
-            }
-        };
-        let t = self.tables[table].clone();
-        let k = key_of(&t, &key, &col);
-        self.session
-            .op("r", &k, Some(value_id(Some(old.as_bytes()))), Some(&old))?;
-        self.session.op(
-            "w",
-            &k,
-            Some(value_id(new.as_deref())),
-            app_of(new.as_deref()).as_deref(),
-        )
-    }
-
-    /// Looks at a message from the server; false when it is the proxy's own (an increment's
-    /// returned row) and must not reach the client.
-    pub(crate) fn on_server(&mut self, m: &Msg) -> io::Result<bool> {
-        let increment = matches!(
-            self.queue.front(),
-            Some(Reply::Exec {
-                what: Pending::Increment { .. },
-                ..
-            })
-        );
-        let mut f = Fields::new(&m.body);
-        match m.tag {
-            b't' => {
-                let n = f.i16().unwrap_or(0).max(0);
-                let oids: Vec<u32> = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
-                if let Some(Reply::Describe { parse }) = self.queue.front() {
-                    let parse = *parse;
-                    if let Some(p) = self.prepared.values_mut().find(|p| p.2 == parse) {
-                        p.1 = oids;
-                    }
-                }
-            }
-            b'T' => {
-                let n = f.i16().unwrap_or(0).max(0);
-                let cols: Cols = (0..n)
-                    .filter_map(|_| {
-                        let name = f.cstr()?;
-                        f.i32()?;
-                        f.i16()?;
-                        let oid = f.i32()? as u32;
-                        f.i16()?;
-                        f.i32()?;
-                        f.i16()?;
-                        Some((name, oid))
-                    })
-                    .collect();
-                match self.queue.front() {
-                    Some(Reply::Describe { parse }) => {
-                        self.described.insert(*parse, cols);
-                        self.queue.pop_front();
-                    }
-                    _ => {
-                        self.query_cols = cols;
-                        if increment {
-                            return Ok(false);
-                        }
-                    }
-                }
-            }
-            b'n' => {
-                if let Some(Reply::Describe { parse }) = self.queue.front() {
-                    self.described.insert(*parse, Vec::new());
-                    self.queue.pop_front();
-                }
-            }
-            b'D' if increment => {
-                if self.session.in_txn() {
-                    self.increment_row(m)?;
-                }
-                return Ok(false);
-            }
-            b'D' => {
-                if let Some(Reply::Exec {
-                    what: Pending::Select { table, key, rows },
-                    ..
-                }) = self.queue.front_mut()
-                {
-                    *rows += 1;
-                    let (table, key) = (*table, key.clone());
-                    if self.session.in_txn() {
-                        self.read_row(table, &key, Some(m))?;
-                    }
-                }
-            }
-            b'C' | b'I' | b's' => {
-                if m.tag == b'C' {
-                    self.last_tag = f.cstr().unwrap_or_default();
-                }
-                if let Some(Reply::Exec {
-                    what:
-                        Pending::Select {
-                            table,
-                            key,
-                            rows: 0,
-                        },
-                    ..
-                }) = self.queue.front()
-                {
-                    let (table, key) = (*table, key.clone());
-                    if self.session.in_txn() {
-                        self.read_row(table, &key, None)?;
-                    }
-                }
-                if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
-                    self.queue.pop_front();
-                }
-            }
-            b'E' => {
-                // The server skips what was asked after the failed request until the Sync.
-                self.failed = true;
-                while self
-                    .queue
-                    .front()
-                    .is_some_and(|r| !matches!(r, Reply::Sync))
-                {
-                    self.queue.pop_front();
-                }
-            }
-            b'Z' => {
-                // Everything asked up to the first Sync is answered.
-                while let Some(r) = self.queue.pop_front() {
-                    if matches!(r, Reply::Sync) {
-                        break;
-                    }
-                }
-                if f.byte() == Some(b'I') {
-                    if self.session.in_txn() {
-                        let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");
-                        self.session
-                            .end(if rolled_back { "aborted" } else { "committed" })?;
-                    }
-                    self.failed = false;
-                    self.explicit = false;
-                    self.autocommit_sent = false;
-                }
-            }
-            _ => {}
-        }
-        Ok(true)
+        self.rewritten.retain(|p| keep.contains(p));
     }
 
     /// The connection is gone: a transaction still open ends as the most it may have done.

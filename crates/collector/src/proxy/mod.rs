@@ -7,12 +7,12 @@
 //! a session. At start the declared tables' rows are recorded as the `initial` session's one
 //! transaction, so reads of data loaded before recording name their writer.
 //!
-//! `UPDATE t SET c = c ± v WHERE pk = k` by the simple protocol is sent with `RETURNING c`
-//! (its row kept from the client, which sees the reply it asked for) and recorded as a read of
-//! the old value and a write of the new one. Not recorded (counted, and named on stderr): other
-//! statements on the declared tables (DELETE, range reads, increments by the extended
-//! protocol). A history missing them can be wrong, so the count
-//! is part of the proxy's report.
+//! `UPDATE t SET c = c ± v WHERE pk = k` is sent with `RETURNING c` (by the simple protocol
+//! its query, by the extended one its Parse; the returned row, and the row description a
+//! Describe then gives, are kept from the client, which sees the replies it asked for) and
+//! recorded as a read of the old value and a write of the new one. Not recorded (counted, and
+//! named on stderr): other statements on the declared tables (DELETE, range reads). A history
+//! missing them can be wrong, so the count is part of the proxy's report.
 
 mod conn;
 mod sql;
@@ -26,7 +26,11 @@ use std::io::{self, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A connection's recording state, and the turn a held client statement waits for (see
+/// `Conn::must_wait`), signalled by each ReadyForQuery.
+type Shared = (Mutex<Conn>, Condvar);
 
 /// What to listen on, where to forward, where to record, which tables.
 #[derive(Clone, Debug)]
@@ -114,17 +118,30 @@ fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result
 /// Forwards one direction of a connection, letting the recorder see each message first.
 /// Messages are written through a buffer that is flushed whenever no further input is already
 /// waiting, so a burst costs one write and a lone message is not held back.
-fn pump(from: TcpStream, to: TcpStream, conn: &Mutex<Conn>, client_side: bool) -> io::Result<()> {
+fn pump(from: TcpStream, to: TcpStream, conn: &Shared, client_side: bool) -> io::Result<()> {
     let mut r = io::BufReader::with_capacity(64 << 10, from.try_clone()?);
     let mut w = io::BufWriter::with_capacity(64 << 10, to.try_clone()?);
+    let (lock, turn) = conn;
     while let Some(mut m) = wire::read_msg(&mut r)? {
         let forward = {
-            let mut c = conn.lock().unwrap();
+            let mut c = lock.lock().unwrap();
             if client_side {
+                if c.must_wait(&m) {
+                    // What is already buffered goes out first: the answer waited for may
+                    // need it (the Sync that ends the transaction).
+                    w.flush()?;
+                    while c.must_wait(&m) {
+                        c = turn.wait(c).unwrap();
+                    }
+                }
                 c.on_client(&mut m)?;
                 true
             } else {
-                c.on_server(&m)?
+                let forward = c.on_server(&mut m)?;
+                if m.tag == b'Z' {
+                    turn.notify_all();
+                }
+                forward
             }
         };
         if forward {
@@ -138,6 +155,10 @@ fn pump(from: TcpStream, to: TcpStream, conn: &Mutex<Conn>, client_side: bool) -
         }
     }
     w.flush()?;
+    if !client_side {
+        lock.lock().unwrap().closed = true;
+        turn.notify_all();
+    }
     let _ = from.shutdown(std::net::Shutdown::Both);
     let _ = to.shutdown(std::net::Shutdown::Both);
     Ok(())
@@ -178,14 +199,20 @@ fn serve_one(
         return Ok(());
     }
     let session = rec.session(&format!("conn-{id}"))?;
-    let conn = Arc::new(Mutex::new(Conn::new(session, tables.clone())));
+    let conn: Arc<Shared> = Arc::new((
+        Mutex::new(Conn::new(session, tables.clone())),
+        Condvar::new(),
+    ));
     let (c2, s2, k2) = (client.try_clone()?, server.try_clone()?, conn.clone());
     let up = std::thread::spawn(move || pump(c2, s2, &k2, true));
     let down = pump(server, client, &conn, false);
+    // However the server's side ended, a client statement held for its answer goes on.
+    conn.0.lock().unwrap().closed = true;
+    conn.1.notify_all();
     let up = up
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the client pump panicked")));
-    let mut c = conn.lock().unwrap();
+    let mut c = conn.0.lock().unwrap();
     c.lost();
     unrecorded[0].fetch_add(c.unrecorded, Ordering::Relaxed);
     unrecorded[1].fetch_add(c.unrecorded_reads, Ordering::Relaxed);

@@ -115,6 +115,10 @@ impl<'a> Fields<'a> {
         self.at += n as usize;
         Some(Some(v))
     }
+    /// What is left after the fields read so far.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.b.get(self.at..).unwrap_or_default()
+    }
     pub(crate) fn byte(&mut self) -> Option<u8> {
         let v = *self.b.get(self.at)?;
         self.at += 1;

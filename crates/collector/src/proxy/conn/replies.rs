@@ -1,0 +1,257 @@
+//! The server's side of a connection: each reply matched with the request at the front of
+//! the queue of what the server owes, and what it says for the history (rows read, an
+//! increment's new value, where a transaction ends).
+
+use super::{app_of, fmt_of, key_of, normalize, value_id, Cols, Conn, Pending, Reply};
+use crate::proxy::wire::{Fields, Msg};
+use std::io;
+
+impl Conn {
+    /// The columns of the reply at the front of the queue: (name, type id, binary).
+    fn reply_cols(&self) -> Vec<(String, u32, bool)> {
+        match self.queue.front() {
+            Some(Reply::Exec {
+                parse: Some(p),
+                formats,
+                ..
+            }) => self
+                .described
+                .get(p)
+                .map(|cols| {
+                    cols.iter()
+                        .enumerate()
+                        .map(|(i, (c, oid))| (c.clone(), *oid, fmt_of(formats, i)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => self
+                .query_cols
+                .iter()
+                .map(|(c, oid)| (c.clone(), *oid, false))
+                .collect(),
+        }
+    }
+
+    fn read_row(&mut self, table: usize, key: &[u8], row: Option<&Msg>) -> io::Result<()> {
+        let t = self.tables[table].clone();
+        let cols = self.reply_cols();
+        let values: Vec<Option<Vec<u8>>> = match row {
+            Some(m) => {
+                let mut f = Fields::new(&m.body);
+                let n = f.i16().unwrap_or(0).max(0);
+                (0..n).map(|_| f.value().flatten()).collect()
+            }
+            None => vec![None; cols.len()],
+        };
+        for (i, (c, oid, binary)) in cols.iter().enumerate() {
+            if *c == t.pk {
+                continue;
+            }
+            let k = key_of(&t, key, c);
+            match (row, values.get(i).cloned().flatten()) {
+                // No row: the column's initial state (no recorded write).
+                (None, _) => self.session.op("r", &k, None, None)?,
+                (Some(_), v) => {
+                    let v = v.map(|v| normalize(&v, *oid, *binary));
+                    self.session.op(
+                        "r",
+                        &k,
+                        Some(value_id(v.as_deref())),
+                        app_of(v.as_deref()).as_deref(),
+                    )?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
+    /// a read of the old and a write of the new.
+    fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
+        let Some(Reply::Exec {
+            what:
+                Pending::Increment {
+                    table,
+                    key,
+                    col,
+                    delta,
+                    minus,
+                },
+            ..
+        }) = self.queue.front()
+        else {
+            return Ok(());
+        };
+        let (table, key, col, minus) = (*table, key.clone(), col.clone(), *minus);
+        let mut f = Fields::new(&m.body);
+        f.i16();
+        let new = f.value().flatten();
+        let (oid, binary) = self.reply_cols().first().map_or((0, false), |c| (c.1, c.2));
+        let new = new.map(|v| normalize(&v, oid, binary));
+        let num = |v: &[u8]| std::str::from_utf8(v).ok()?.trim().parse::<i128>().ok();
+        let old = match (new.as_deref().and_then(num), num(delta)) {
+            (Some(n), Some(d)) => (if minus { n + d } else { n - d }).to_string(),
+            _ => {
+                self.unrecorded += 1;
+                eprintln!(
+                    "krait proxy: {}: not recorded: an increment of {col} whose values are not integers",
+                    self.session.name()
+                );
+                return Ok(());
+            }
+        };
+        let t = self.tables[table].clone();
+        let k = key_of(&t, &key, &col);
+        self.session
+            .op("r", &k, Some(value_id(Some(old.as_bytes()))), Some(&old))?;
+        self.session.op(
+            "w",
+            &k,
+            Some(value_id(new.as_deref())),
+            app_of(new.as_deref()).as_deref(),
+        )
+    }
+
+    /// Looks at a message from the server; false when it is the proxy's own (an increment's
+    /// returned row) and must not reach the client.
+    pub(crate) fn on_server(&mut self, m: &mut Msg) -> io::Result<bool> {
+        let increment = matches!(
+            self.queue.front(),
+            Some(Reply::Exec {
+                what: Pending::Increment { .. },
+                ..
+            })
+        );
+        let mut f = Fields::new(&m.body);
+        match m.tag {
+            b't' => {
+                let n = f.i16().unwrap_or(0).max(0);
+                let oids: Vec<u32> = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
+                if let Some(Reply::Describe { parse }) = self.queue.front() {
+                    let parse = *parse;
+                    if let Some(p) = self.prepared.values_mut().find(|p| p.2 == parse) {
+                        p.1 = oids;
+                    }
+                }
+            }
+            b'T' => {
+                let n = f.i16().unwrap_or(0).max(0);
+                let cols: Cols = (0..n)
+                    .filter_map(|_| {
+                        let name = f.cstr()?;
+                        f.i32()?;
+                        f.i16()?;
+                        let oid = f.i32()? as u32;
+                        f.i16()?;
+                        f.i32()?;
+                        f.i16()?;
+                        Some((name, oid))
+                    })
+                    .collect();
+                match self.queue.front() {
+                    Some(Reply::Describe { parse }) => {
+                        let parse = *parse;
+                        self.described.insert(parse, cols);
+                        self.queue.pop_front();
+                        if self.rewritten.contains(&parse) {
+                            // The client described an UPDATE: it returns no rows.
+                            m.tag = b'n';
+                            m.body.clear();
+                        }
+                    }
+                    _ => {
+                        self.query_cols = cols;
+                        if increment {
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            b'n' => {
+                if let Some(Reply::Describe { parse }) = self.queue.front() {
+                    self.described.insert(*parse, Vec::new());
+                    self.queue.pop_front();
+                }
+            }
+            b'D' if increment => {
+                if self.session.in_txn() {
+                    self.increment_row(m)?;
+                }
+                return Ok(false);
+            }
+            b'D' => {
+                if let Some(Reply::Exec {
+                    what: Pending::Select { table, key, rows },
+                    ..
+                }) = self.queue.front_mut()
+                {
+                    *rows += 1;
+                    let (table, key) = (*table, key.clone());
+                    if self.session.in_txn() {
+                        self.read_row(table, &key, Some(m))?;
+                    }
+                }
+            }
+            b'C' | b'I' | b's' => {
+                if m.tag == b'C' {
+                    self.last_tag = f.cstr().unwrap_or_default();
+                }
+                if let Some(Reply::Exec {
+                    what:
+                        Pending::Select {
+                            table,
+                            key,
+                            rows: 0,
+                        },
+                    ..
+                }) = self.queue.front()
+                {
+                    let (table, key) = (*table, key.clone());
+                    if self.session.in_txn() {
+                        self.read_row(table, &key, None)?;
+                    }
+                }
+                if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
+                    self.queue.pop_front();
+                }
+            }
+            b'E' => {
+                // The server skips what was asked after the failed request until the Sync.
+                self.failed = true;
+                while self
+                    .queue
+                    .front()
+                    .is_some_and(|r| !matches!(r, Reply::Sync))
+                {
+                    self.queue.pop_front();
+                }
+            }
+            b'Z' => {
+                // Everything asked up to the first Sync is answered.
+                while let Some(r) = self.queue.pop_front() {
+                    if matches!(r, Reply::Sync) {
+                        self.syncs_answered += 1;
+                        break;
+                    }
+                }
+                if self.end_due.is_some_and(|d| self.syncs_answered >= d) {
+                    self.end_due = None;
+                }
+                // Idle after a Sync sent before the transaction now recorded began is the
+                // end of an earlier one, not of it.
+                if f.byte() == Some(b'I') && self.syncs_answered > self.opened_at {
+                    if self.session.in_txn() {
+                        let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");
+                        self.session
+                            .end(if rolled_back { "aborted" } else { "committed" })?;
+                    }
+                    self.failed = false;
+                    self.explicit = false;
+                    self.autocommit_sent = false;
+                }
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+}
