@@ -151,6 +151,11 @@ impl RecSession {
         self.open.is_some()
     }
 
+    /// The id the transaction being recorded has in the log (None outside one).
+    pub(crate) fn txn_id(&self) -> Option<u64> {
+        self.open.map(|_| self.base | self.txns)
+    }
+
     /// Starts a transaction's line (one owner at a time: [`RecTxn`], or the proxy, which
     /// follows a connection's transactions without holding a borrow).
     pub(crate) fn open_txn(&mut self) -> io::Result<()> {

@@ -464,3 +464,57 @@ fn an_async_tokio_postgres_application_with_pipelined_queries_is_recorded_and_ac
         v.certificate().map(|c| (&c.summary, &c.txns))
     );
 }
+
+/// Statements the proxy cannot map are written down beside the history, and loading the
+/// history warns with the transactions they ran in and what the verdict then covers.
+#[test]
+fn statements_the_proxy_cannot_record_are_named_with_their_transactions_when_checked() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_unrecorded") else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT);
+             INSERT INTO kv VALUES (1, 'a'), (2, 'b'), (3, 'c');",
+        )
+        .unwrap();
+    let ((), l, report) = with_proxy(&db, &[("kv", "k")], "unrecorded", |_, via| {
+        let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+        let mut tx = c.transaction().unwrap();
+        tx.execute("UPDATE kv SET v = 'x' WHERE k = 1", &[])
+            .unwrap();
+        tx.execute("DELETE FROM kv WHERE k = 3", &[]).unwrap();
+        tx.commit().unwrap();
+        c.query("SELECT v FROM kv WHERE k > 1", &[]).unwrap();
+    });
+    assert_eq!((report.unrecorded, report.unrecorded_reads), (1, 1));
+    let w: Vec<String> = l.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    // The transaction named is the one that deleted: it also wrote k = 1, which is recorded.
+    let name = w[0]
+        .split("not recorded, in ")
+        .nth(1)
+        .and_then(|r| r.split(" (first").next())
+        .unwrap();
+    let t = l
+        .history
+        .txn_named(name)
+        .expect("the transaction is recorded");
+    let h = &l.history;
+    let ops: Vec<_> = h
+        .ops(t)
+        .map(|o| (h.op_kind[o], &h.keys[h.op_key[o] as usize]))
+        .collect();
+    assert_eq!(ops, [(krait_history::OpKind::Write, &"kv/1/v".to_string())]);
+    for part in [
+        "unrecorded.log",
+        "1 statements that may have written were not recorded, in conn-",
+        "DELETE",
+        "the verdict can be wrong about the keys they touched",
+        "1 reads were not recorded",
+        "the check is weaker for them, never wrong",
+    ] {
+        assert!(w[0].contains(part), "{part:?} not in {w:?}");
+    }
+}

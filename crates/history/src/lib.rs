@@ -35,6 +35,7 @@ pub use formats::jsonl_write::{
 };
 pub use formats::load::{detect, load};
 pub use formats::polysi::read as read_polysi;
+pub use formats::unrecorded::UNRECORDED_FILE;
 pub use formats::{Format, Loaded, UnknownFormat};
 pub use fxhash::{FxHashMap, FxHashSet};
 

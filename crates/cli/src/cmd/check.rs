@@ -78,7 +78,7 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(file) = &a.junit {
         crate::junit::write(file, &a.path, a.level_name(), Some(&report), total)?;
     }
-    let json = verdict_json(a, &loaded.history, &report, load_time, total)?;
+    let json = verdict_json(a, &loaded, &report, load_time, total)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
@@ -114,13 +114,19 @@ fn ms(d: Duration) -> f64 {
 /// times and (`--rss`) peak memory.
 fn verdict_json(
     a: &CheckArgs,
-    h: &krait_history::History,
+    loaded: &krait_history::Loaded,
     report: &krait_checker::Report,
     load_time: Duration,
     total: Duration,
 ) -> anyhow::Result<serde_json::Value> {
+    let h = &loaded.history;
     let mut v = krait_report::report_json(report);
     let obj = v.as_object_mut().unwrap();
+    // What loading warned of belongs with the verdict: it may say what the verdict covers.
+    if !loaded.warnings.is_empty() {
+        let w: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
+        obj.insert("warnings".into(), w.into());
+    }
     obj.insert("path".into(), a.path.display().to_string().into());
     // The history's counts; `summary` is the certificate's sentence.
     obj.insert(

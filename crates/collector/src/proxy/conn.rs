@@ -4,6 +4,7 @@
 //! status, so explicit transactions, autocommit statements and the extended protocol's implicit
 //! transactions are all followed the same way.
 
+use super::notes::Notes;
 use super::sql::{classify, Operand, Stmt, TableSpec};
 pub(crate) use super::values::{app_of, key_of, value_id};
 use super::values::{fmt_of, normalize};
@@ -59,6 +60,8 @@ type Cols = Vec<(String, u32)>;
 pub(crate) struct Conn {
     pub session: RecSession,
     tables: std::sync::Arc<Vec<TableSpec>>,
+    /// Where the statements it could not record are written down, for the check to say.
+    notes: std::sync::Arc<Notes>,
     /// Prepared statements: what each is, its parameters' type ids, its Parse number.
     prepared: HashMap<String, (Stmt, Vec<u32>, u64)>,
     /// Bound portals: the statement, its parameters normalized, its Parse number and the
@@ -100,10 +103,15 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(crate) fn new(session: RecSession, tables: std::sync::Arc<Vec<TableSpec>>) -> Conn {
+    pub(crate) fn new(
+        session: RecSession,
+        tables: std::sync::Arc<Vec<TableSpec>>,
+        notes: std::sync::Arc<Notes>,
+    ) -> Conn {
         Conn {
             session,
             tables,
+            notes,
             prepared: HashMap::new(),
             portals: HashMap::new(),
             parses: 0,
@@ -199,6 +207,8 @@ impl Conn {
                         self.session.name()
                     );
                 }
+                self.notes
+                    .add(self.session.name(), self.session.txn_id(), false, &why)?;
                 Pending::Other
             }
             Stmt::Unrecorded(why) => {
@@ -206,6 +216,8 @@ impl Conn {
                 if self.unrecorded <= 10 {
                     eprintln!("krait proxy: {}: not recorded: {why}", self.session.name());
                 }
+                self.notes
+                    .add(self.session.name(), self.session.txn_id(), true, &why)?;
                 Pending::Other
             }
             Stmt::Increment {

@@ -15,12 +15,14 @@
 //! missing them can be wrong, so the count is part of the proxy's report.
 
 mod conn;
+mod notes;
 mod sql;
 mod values;
 mod wire;
 
 use crate::recorder::Recorder;
 use conn::Conn;
+use notes::Notes;
 use sql::TableSpec;
 use std::io::{self, Write};
 use std::net::{TcpListener, TcpStream};
@@ -173,6 +175,7 @@ fn serve_one(
     tables: &Arc<Vec<TableSpec>>,
     id: u64,
     unrecorded: &[AtomicU64; 2],
+    notes: &Arc<Notes>,
 ) -> io::Result<()> {
     let mut client = client;
     let startup = loop {
@@ -200,7 +203,7 @@ fn serve_one(
     }
     let session = rec.session(&format!("conn-{id}"))?;
     let conn: Arc<Shared> = Arc::new((
-        Mutex::new(Conn::new(session, tables.clone())),
+        Mutex::new(Conn::new(session, tables.clone(), notes.clone())),
         Condvar::new(),
     ));
     let (c2, s2, k2) = (client.try_clone()?, server.try_clone()?, conn.clone());
@@ -235,6 +238,7 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
     );
     let rec = Recorder::create(&cfg.out)?;
     record_initial(&rec, &cfg.upstream, &tables)?;
+    let notes = Arc::new(Notes::create(&cfg.out)?);
     let upstream = upstream_addr(&cfg.upstream)?;
     let listener = TcpListener::bind(&cfg.listen)?;
     listener.set_nonblocking(true)?;
@@ -246,11 +250,13 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
                 Ok((client, _)) => {
                     client.set_nonblocking(false)?;
                     connections += 1;
-                    let (rec, tables, upstream, unrecorded) =
-                        (&rec, &tables, &upstream, &unrecorded);
+                    let (rec, tables, upstream, unrecorded, notes) =
+                        (&rec, &tables, &upstream, &unrecorded, &notes);
                     let id = connections;
                     sc.spawn(move || {
-                        if let Err(e) = serve_one(client, upstream, rec, tables, id, unrecorded) {
+                        if let Err(e) =
+                            serve_one(client, upstream, rec, tables, id, unrecorded, notes)
+                        {
                             eprintln!("krait proxy: connection {id}: {e}");
                         }
                     });

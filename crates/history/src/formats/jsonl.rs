@@ -74,7 +74,10 @@ pub fn read_dir(dir: &Path) -> Result<Loaded, InputError> {
             )
         })
         .collect();
-    read_many(inputs)
+    let mut l = read_many(inputs)?;
+    l.warnings
+        .extend(super::unrecorded::warning(dir, &l.history));
+    Ok(l)
 }
 
 /// A session file opened when first read and closed when dropped.

@@ -23,6 +23,7 @@ pub(crate) mod jsonl_write;
 pub(crate) mod load;
 pub(crate) mod polysi;
 mod source;
+pub(crate) mod unrecorded;
 
 use crate::error::{InputError, Location, Warning};
 use crate::model::History;
