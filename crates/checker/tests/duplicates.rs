@@ -373,3 +373,54 @@ fn more_readers_then_writers_of_a_value_than_its_versions_are_a_lost_update() {
     let h = krait_history::build_history(&txns[..3]).unwrap();
     assert!(check(&h, &Options::default()).unwrap().verdict.is_accept());
 }
+
+/// Deletes (`["w", key, null]` in JSON Lines): a read of no row may have read the initial
+/// state or any delete of its key, and nothing else.
+#[test]
+fn a_read_of_no_row_reads_the_initial_state_or_a_delete() {
+    let verdict = |lines: &[&str]| {
+        let text = lines.join("\n") + "\n";
+        let h = krait_history::read_jsonl(text.as_bytes(), std::path::Path::new("h.jsonl"))
+            .unwrap()
+            .history;
+        let sets = all_option_sets();
+        let got: Vec<bool> = sets
+            .iter()
+            .map(|(_, o)| krait_checker::check(&h, o).unwrap().verdict.is_accept())
+            .collect();
+        assert!(
+            got.iter().all(|&a| a == got[0]),
+            "switches disagree: {got:?}"
+        );
+        assert_eq!(
+            got[0],
+            serializable(&h, None),
+            "the brute-force search disagrees"
+        );
+        got[0]
+    };
+    // Inserted, deleted, then found absent by the same session: it read the delete.
+    assert!(verdict(&[
+        r#"{"session":"a","txn":1,"ops":[["w","x",1]]}"#,
+        r#"{"session":"a","txn":2,"ops":[["w","x",null]]}"#,
+        r#"{"session":"a","txn":3,"ops":[["r","x",null]]}"#,
+    ]));
+    // Found absent before the insert: it read the initial state.
+    assert!(verdict(&[
+        r#"{"session":"a","txn":1,"ops":[["r","x",null]]}"#,
+        r#"{"session":"a","txn":2,"ops":[["w","x",1]]}"#,
+        r#"{"session":"a","txn":3,"ops":[["w","x",null]]}"#,
+    ]));
+    // Found absent after the insert and before the delete: neither can be what it read.
+    assert!(!verdict(&[
+        r#"{"session":"a","txn":1,"ops":[["w","x",1]]}"#,
+        r#"{"session":"a","txn":2,"ops":[["r","x",null]]}"#,
+        r#"{"session":"a","txn":3,"ops":[["w","x",null]]}"#,
+    ]));
+    // An aborted delete cannot be what it read.
+    assert!(!verdict(&[
+        r#"{"session":"a","txn":1,"ops":[["w","x",1]]}"#,
+        r#"{"session":"b","txn":2,"status":"aborted","ops":[["w","x",null]]}"#,
+        r#"{"session":"a","txn":3,"ops":[["r","x",null]]}"#,
+    ]));
+}

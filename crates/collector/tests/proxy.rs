@@ -484,7 +484,7 @@ fn statements_the_proxy_cannot_record_are_named_with_their_transactions_when_che
         let mut tx = c.transaction().unwrap();
         tx.execute("UPDATE kv SET v = 'x' WHERE k = 1", &[])
             .unwrap();
-        tx.execute("DELETE FROM kv WHERE k = 3", &[]).unwrap();
+        tx.execute("DELETE FROM kv WHERE k > 2", &[]).unwrap();
         tx.commit().unwrap();
         c.query("SELECT v FROM kv WHERE k > 1", &[]).unwrap();
     });
@@ -517,4 +517,64 @@ fn statements_the_proxy_cannot_record_are_named_with_their_transactions_when_che
     ] {
         assert!(w[0].contains(part), "{part:?} not in {w:?}");
     }
+}
+
+/// Deletes by primary key are recorded: each column of the row becomes absent, so a later
+/// read that finds no row read the delete (or, for a row that never existed, the initial
+/// state), and a row inserted again reads its new values.
+#[test]
+fn deletes_by_key_are_recorded_and_reads_of_no_row_explained_by_them() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_delete") else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT, n INT);
+             INSERT INTO kv VALUES (1, 'a', 10), (2, 'b', 20);",
+        )
+        .unwrap();
+    let ((), l, report) = with_proxy(&db, &[("kv", "k")], "delete", |_, via| {
+        let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+        c.execute("DELETE FROM kv WHERE k = $1", &[&1i32]).unwrap();
+        assert!(c
+            .query("SELECT v, n FROM kv WHERE k = 1", &[])
+            .unwrap()
+            .is_empty());
+        assert!(c
+            .query("SELECT v FROM kv WHERE k = 9", &[])
+            .unwrap()
+            .is_empty());
+        let mut tx = c.transaction().unwrap();
+        tx.execute("INSERT INTO kv (k, v, n) VALUES (1, 'again', 11)", &[])
+            .unwrap();
+        tx.execute("DELETE FROM kv WHERE k = 2", &[]).unwrap();
+        tx.commit().unwrap();
+        let r = c.query_one("SELECT v FROM kv WHERE k = 1", &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), "again");
+        assert!(c
+            .query("SELECT n FROM kv WHERE k = 2", &[])
+            .unwrap()
+            .is_empty());
+    });
+    assert_eq!(report.unrecorded, 0, "deletes by key are recorded");
+    let h = l.history;
+    assert_eq!(h.init_value, Some(krait_history::ABSENT_VALUE));
+    let absent = |key: &str| {
+        (0..h.num_ops())
+            .filter(|&o| {
+                h.keys[h.op_key[o] as usize] == key && h.op_value[o] == krait_history::ABSENT_VALUE
+            })
+            .map(|o| h.op_kind[o])
+            .collect::<Vec<_>>()
+    };
+    use krait_history::OpKind::{Read, Write};
+    // Row 1: deleted (both columns), then found absent; row 2: deleted, found absent; row 9
+    // never existed: found absent.
+    assert_eq!(absent("kv/1/v"), [Write, Read]);
+    assert_eq!(absent("kv/1/n"), [Write, Read]);
+    assert_eq!(absent("kv/2/n"), [Write, Read]);
+    assert_eq!(absent("kv/9/v"), [Read]);
+    assert!(verdict(&h, Level::Serializable).is_accept());
+    assert!(verdict(&h, Level::SnapshotIsolation).is_accept());
 }

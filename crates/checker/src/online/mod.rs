@@ -43,8 +43,8 @@ pub use replay::{replay, replay_restarting};
 pub use types::{OnlineError, OnlineOptions, RoundStats};
 
 use crate::Report;
-use krait_history::DELETE_WRITE_ID;
 use krait_history::{FxHashMap, KeyId, OpKind};
+use krait_history::{ABSENT_VALUE, DELETE_WRITE_ID};
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -262,6 +262,12 @@ impl Online {
             self.lists_seen = true;
         }
         for &(kind, k, v) in &t.ops {
+            if kind == OpKind::Write && v == ABSENT_VALUE && !self.cobra_claims {
+                return Err(OnlineError::Delete {
+                    txn: t.ext,
+                    key: self.keys[k as usize].clone(),
+                });
+            }
             if self.indexed_write(kind, v) {
                 if self.writes.contains_key(&(k, v)) {
                     return Err(OnlineError::DuplicateWrite {

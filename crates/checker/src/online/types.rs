@@ -125,6 +125,15 @@ pub enum OnlineError {
         /// The reader.
         txn: u64,
     },
+    /// A delete (`["w", key, null]`): a later read of no row may have read it or the initial
+    /// state, which needs the key's whole history.
+    #[error("transaction {txn} deletes key {key:?} (writes null): online checking (--round-size, watch) does not take deletes yet; check the whole history at once (without --round-size)")]
+    Delete {
+        /// The deleting transaction.
+        txn: u64,
+        /// The key.
+        key: String,
+    },
     /// A saved state that cannot be restored, or a state that cannot be saved.
     #[error("online checker state: {0}")]
     State(String),

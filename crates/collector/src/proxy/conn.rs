@@ -190,6 +190,19 @@ impl Conn {
                 }
                 Pending::Other
             }
+            Stmt::Delete { table, key } => {
+                self.ensure_txn()?;
+                let key = self.operand(&key, params).unwrap_or_default();
+                let t = self.tables[table].clone();
+                // The row is gone: every column reads as absent (no row) until written again.
+                for c in t.cols.iter().filter(|c| **c != t.pk) {
+                    self.session.op("w", &key_of(&t, &key, c), None, None)?;
+                }
+                if !self.explicit {
+                    self.autocommit_sent = true;
+                }
+                Pending::Other
+            }
             Stmt::Select { table, key } => {
                 self.ensure_txn()?;
                 let key = self.operand(&key, params).unwrap_or_default();

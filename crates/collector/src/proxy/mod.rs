@@ -73,10 +73,30 @@ fn upstream_addr(url: &str) -> io::Result<String> {
     Ok(format!("{host}:{port}"))
 }
 
-/// The declared tables' rows as the `initial` session's one committed transaction.
-fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result<()> {
+/// The declared tables' rows as the `initial` session's one committed transaction; each
+/// table's columns are read too (a delete removes them all).
+fn record_initial(rec: &Recorder, url: &str, tables: &mut [TableSpec]) -> io::Result<()> {
     let mut c = postgres::Client::connect(url, postgres::NoTls)
         .map_err(|e| io::Error::other(format!("{url}: {}", crate::postgres::describe(&e))))?;
+    for tb in tables.iter_mut() {
+        tb.cols = c
+            .query(
+                "SELECT column_name::text FROM information_schema.columns
+                 WHERE table_name = $1 AND table_schema = ANY (current_schemas(false))
+                 ORDER BY ordinal_position",
+                &[&tb.name],
+            )
+            .map_err(|e| {
+                io::Error::other(format!(
+                    "reading {}'s columns: {}",
+                    tb.name,
+                    crate::postgres::describe(&e)
+                ))
+            })?
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect();
+    }
     let mut s = rec.session("initial")?;
     let mut t = s.begin()?;
     for tb in tables {
@@ -121,49 +141,54 @@ fn record_initial(rec: &Recorder, url: &str, tables: &[TableSpec]) -> io::Result
 /// Messages are written through a buffer that is flushed whenever no further input is already
 /// waiting, so a burst costs one write and a lone message is not held back.
 fn pump(from: TcpStream, to: TcpStream, conn: &Shared, client_side: bool) -> io::Result<()> {
-    let mut r = io::BufReader::with_capacity(64 << 10, from.try_clone()?);
-    let mut w = io::BufWriter::with_capacity(64 << 10, to.try_clone()?);
     let (lock, turn) = conn;
-    while let Some(mut m) = wire::read_msg(&mut r)? {
-        let forward = {
-            let mut c = lock.lock().unwrap();
-            if client_side {
-                if c.must_wait(&m) {
-                    // What is already buffered goes out first: the answer waited for may
-                    // need it (the Sync that ends the transaction).
-                    w.flush()?;
-                    while c.must_wait(&m) {
-                        c = turn.wait(c).unwrap();
+    let run = || -> io::Result<()> {
+        let mut r = io::BufReader::with_capacity(64 << 10, from.try_clone()?);
+        let mut w = io::BufWriter::with_capacity(64 << 10, to.try_clone()?);
+        while let Some(mut m) = wire::read_msg(&mut r)? {
+            let forward = {
+                let mut c = lock.lock().unwrap();
+                if client_side {
+                    if c.must_wait(&m) {
+                        // What is already buffered goes out first: the answer waited for may
+                        // need it (the Sync that ends the transaction).
+                        w.flush()?;
+                        while c.must_wait(&m) {
+                            c = turn.wait(c).unwrap();
+                        }
                     }
+                    c.on_client(&mut m)?;
+                    true
+                } else {
+                    let forward = c.on_server(&mut m)?;
+                    if m.tag == b'Z' {
+                        turn.notify_all();
+                    }
+                    forward
                 }
-                c.on_client(&mut m)?;
-                true
-            } else {
-                let forward = c.on_server(&mut m)?;
-                if m.tag == b'Z' {
-                    turn.notify_all();
-                }
-                forward
+            };
+            if forward {
+                wire::write_msg(&mut w, &m)?;
             }
-        };
-        if forward {
-            wire::write_msg(&mut w, &m)?;
+            if r.buffer().is_empty() {
+                w.flush()?;
+            }
+            if client_side && m.tag == b'X' {
+                break;
+            }
         }
-        if r.buffer().is_empty() {
-            w.flush()?;
-        }
-        if client_side && m.tag == b'X' {
-            break;
-        }
-    }
-    w.flush()?;
+        w.flush()
+    };
+    let out = run();
+    // Either way this direction is over, so is the other: a pump that stopped on an error
+    // must not leave its partner waiting for bytes that never come.
     if !client_side {
         lock.lock().unwrap().closed = true;
         turn.notify_all();
     }
     let _ = from.shutdown(std::net::Shutdown::Both);
     let _ = to.shutdown(std::net::Shutdown::Both);
-    Ok(())
+    out
 }
 
 /// Serves one client: the startup exchange (refusing SSL so the stream stays readable), then
@@ -219,25 +244,37 @@ fn serve_one(
     c.lost();
     unrecorded[0].fetch_add(c.unrecorded, Ordering::Relaxed);
     unrecorded[1].fetch_add(c.unrecorded_reads, Ordering::Relaxed);
-    // A connection closed by either side is its end, not an error of the proxy's.
-    let _ = (up, down);
+    // A connection closed by either side is its end, not an error of the proxy's; a
+    // recording that failed is.
+    for e in [up, down].into_iter().filter_map(Result::err) {
+        if !matches!(
+            e.kind(),
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::NotConnected
+        ) {
+            eprintln!("krait proxy: {}: {e}", c.session.name());
+        }
+    }
     Ok(())
 }
 
 /// Runs the proxy until `stop` is set (checked between connections every 50 ms), recording
 /// into `cfg.out`; waits for open connections to close before returning.
 pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
-    let tables: Arc<Vec<TableSpec>> = Arc::new(
-        cfg.tables
-            .iter()
-            .map(|(n, k)| TableSpec {
-                name: n.to_ascii_lowercase(),
-                pk: k.to_ascii_lowercase(),
-            })
-            .collect(),
-    );
+    let mut tables: Vec<TableSpec> = cfg
+        .tables
+        .iter()
+        .map(|(n, k)| TableSpec {
+            name: n.to_ascii_lowercase(),
+            pk: k.to_ascii_lowercase(),
+            cols: Vec::new(),
+        })
+        .collect();
     let rec = Recorder::create(&cfg.out)?;
-    record_initial(&rec, &cfg.upstream, &tables)?;
+    record_initial(&rec, &cfg.upstream, &mut tables)?;
+    let tables = Arc::new(tables);
     let notes = Arc::new(Notes::create(&cfg.out)?);
     let upstream = upstream_addr(&cfg.upstream)?;
     let listener = TcpListener::bind(&cfg.listen)?;

@@ -39,6 +39,11 @@ pub(crate) enum Stmt {
         delta: Operand,
         minus: bool,
     },
+    /// `DELETE FROM t WHERE pk = key`: every column of the row becomes absent.
+    Delete {
+        table: usize,
+        key: Operand,
+    },
     /// Names a declared table in a way the proxy cannot record (why): a history without what
     /// it wrote can be wrong.
     Unrecorded(String),
@@ -49,11 +54,13 @@ pub(crate) enum Stmt {
     Ignored,
 }
 
-/// A declared table: its name and primary-key column (lower case).
+/// A declared table: its name and primary-key column (lower case), and its columns (read
+/// from the database at start: a delete removes every one of them).
 #[derive(Clone, Debug)]
 pub(crate) struct TableSpec {
     pub name: String,
     pub pk: String,
+    pub cols: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -238,6 +245,7 @@ pub(crate) fn classify(sql: &str, tables: &[TableSpec]) -> Stmt {
         "select" => select(p, tables),
         "update" => update(p, tables),
         "insert" => insert(p, tables),
+        "delete" => delete(p, tables),
         _ => None,
     };
     parsed.unwrap_or_else(|| {
@@ -313,6 +321,19 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     Some(Stmt::Write { table, key, cols })
 }
 
+fn delete(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
+    if !p.word("from") {
+        return None;
+    }
+    let table = table_of(tables, &p.name()?)?;
+    // Without its columns a delete cannot say what it removed.
+    if tables[table].cols.is_empty() {
+        return None;
+    }
+    let key = where_pk(p, &tables[table].pk, false)?;
+    Some(Stmt::Delete { table, key })
+}
+
 fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     if !p.word("into") {
         return None;
@@ -385,6 +406,7 @@ mod tests {
         vec![TableSpec {
             name: "accounts".into(),
             pk: "id".into(),
+            cols: vec!["id".into(), "balance".into(), "owner".into()],
         }]
     }
     fn c(v: &str) -> Operand {
@@ -438,8 +460,22 @@ mod tests {
             classify("select count(*) from accounts", &tb),
             Stmt::UnrecordedRead(_)
         ));
-        assert!(matches!(
+        assert_eq!(
             classify("DELETE FROM accounts WHERE id = 2", &tb),
+            Stmt::Delete {
+                table: 0,
+                key: c("2")
+            }
+        );
+        assert_eq!(
+            classify("delete from accounts where id = $1;", &tb),
+            Stmt::Delete {
+                table: 0,
+                key: Operand::Param(0)
+            }
+        );
+        assert!(matches!(
+            classify("DELETE FROM accounts WHERE balance = 2", &tb),
             Stmt::Unrecorded(_)
         ));
         assert_eq!(classify("SELECT 1", &tb), Stmt::Ignored);
@@ -459,10 +495,10 @@ mod tests {
         for unrecorded in [
             "UPDATE accounts SET balance = balance * 2 WHERE id = 1",
             "UPDATE accounts SET balance = balance + 1, owner = 'x' WHERE id = 1",
-            "DELETE FROM accounts WHERE id = 1",
+            "DELETE FROM accounts WHERE id > 1",
             "SELECT * FROM accounts WHERE balance > 3",
             "SELECT sum(balance) FROM accounts WHERE id = 1",
-            "DELETE FROM accounts WHERE id = 2",
+            "DELETE FROM accounts WHERE id = 2 RETURNING balance",
             "INSERT INTO accounts (id, balance) VALUES (1, '2') ON CONFLICT DO NOTHING",
         ] {
             assert!(

@@ -11,7 +11,8 @@ use super::jsonl_scan::{itoa_buf, LineRef, NameRef, OpRef};
 use super::{regular_file, Format, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{
-    HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, NATIVE_FENCE_KEY, NO_TIME,
+    HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, ABSENT_VALUE, NATIVE_FENCE_KEY,
+    NO_TIME,
 };
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -217,11 +218,12 @@ fn parse_op(
 ) -> Result<(OpKind, KeyId, u64), InputError> {
     Ok(match (kind, value) {
         ("w", ValRef::Num(v)) => (OpKind::Write, k, v),
+        ("w", ValRef::Null) => (OpKind::Write, k, ABSENT_VALUE),
         ("w", _) => {
             return Err(InputError::new(
                 path,
                 at,
-                format!("op {i}: a write needs a value"),
+                format!("op {i}: a write needs a value, or null for a delete"),
             ))
         }
         ("r", ValRef::Num(v)) => (OpKind::Read, k, v),
@@ -241,6 +243,18 @@ fn parse_op(
             ))
         }
     })
+}
+
+/// A history with deletes: every key starts absent, so a read of no row (`null`) reads the
+/// value deletes write, from the initial state or from any delete of its key.
+fn absent_is_initial(h: &mut crate::History) {
+    h.init_value = Some(ABSENT_VALUE);
+    for o in 0..h.op_kind.len() {
+        if h.op_kind[o] == OpKind::ReadInit {
+            h.op_kind[o] = OpKind::Read;
+            h.op_value[o] = ABSENT_VALUE;
+        }
+    }
 }
 
 /// The warning for a last line cut before its operations.
@@ -490,6 +504,7 @@ impl Gathered {
         let has_lists = sessions
             .iter()
             .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
+        let mut deletes = false;
         for (name, txns) in sessions {
             b.begin_session(name);
             for p in txns {
@@ -497,6 +512,7 @@ impl Gathered {
                 let mut lists = p.lists.iter().peekable();
                 let mut app = p.app.iter().peekable();
                 for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
+                    deletes |= kind == OpKind::Write && v == ABSENT_VALUE;
                     // Repeated values are allowed but for list appends, which must hear of a
                     // repeat at once; the rest are indexed together at the end.
                     let earlier = if has_lists || kind != OpKind::Write {
@@ -539,8 +555,12 @@ impl Gathered {
                 first_line.insert(p.ext, (p.file, p.line));
             }
         }
+        let mut history = b.finish();
+        if deletes {
+            absent_is_initial(&mut history);
+        }
         Ok(Loaded {
-            history: b.finish(),
+            history,
             warnings,
             format: Format::Jsonl,
         })

@@ -7,7 +7,7 @@ use super::jsonl_scan::{itoa_buf, scan, LineRef, NameRef, OpRef};
 use super::jsonl_serde::{LineIn, OpVal};
 use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
-use crate::model::OpKind;
+use crate::model::{OpKind, ABSENT_VALUE};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::io::Read;
@@ -288,7 +288,7 @@ fn parse_piece(text: &str) -> Piece<'_> {
                     }
                     let k = keys.number(op.key, text, &mut p.names);
                     ops.push(match (op.kind, op.value) {
-                        (b'w', v) => (OpKind::Write, k, v.unwrap_or(0)),
+                        (b'w', v) => (OpKind::Write, k, v.unwrap_or(ABSENT_VALUE)),
                         (_, Some(v)) => (OpKind::Read, k, v),
                         (_, None) => (OpKind::ReadInit, k, 0),
                     });

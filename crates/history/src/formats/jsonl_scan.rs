@@ -193,11 +193,8 @@ impl<'a> Scanner<'a> {
         self.eat(b',')?;
         let key = self.name()?;
         self.eat(b',')?;
+        // `null`: a read of no row, or a write that deletes it.
         let value = self.value()?;
-        if kind == b'w' && value.is_none() {
-            // A write without a value is an error the record's reader reports in line order.
-            return None;
-        }
         let app = match self.peek()? {
             b',' => {
                 self.i += 1;
@@ -340,7 +337,7 @@ mod tests {
             r#"{"session":"c1","txn":1,"ops":[["w","x",1],]}"#,
             r#"{"session":"c1","txn":1,"ops":[["w","x",1,"a","b"]]}"#,
             r#"{"session":"c1","txn":1,"ops":[["x","x",1]]}"#,
-            r#"{"session":"c1","txn":1,"ops":[["w","x",null]]}"#,
+            r#"{"session":"c1","txn":1,"ops":[["w","x",[1]]]}"#,
             r#"{"session":"c1","txn":1}"#,
             r#"{"session":"c1","ops":[]}"#,
             r#"{"session":"c1","txn":1,"ops":[["w","x"#,

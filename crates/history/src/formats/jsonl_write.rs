@@ -2,7 +2,7 @@
 //! `docs/history-format.md` describes and `jsonl` reads back (the application's values kept,
 //! the fence key under its native name).
 
-use crate::model::{History, OpKind, NATIVE_FENCE_KEY, NO_TIME};
+use crate::model::{History, OpKind, ABSENT_VALUE, NATIVE_FENCE_KEY, NO_TIME};
 use std::io::Write;
 use std::path::Path;
 
@@ -51,7 +51,11 @@ pub fn for_each_line<E>(
                 _ => &h.keys[h.op_key[o] as usize],
             };
             let key = serde_json::to_string(name).unwrap();
+            // A history with deletes writes the value deletes write as `null`, both ways.
+            let absent = h.init_value == Some(ABSENT_VALUE) && h.op_value[o] == ABSENT_VALUE;
             let _ = match (h.op_kind[o], h.list_of(o as u32)) {
+                (OpKind::Write, _) if absent => write!(line, "[\"w\",{key},null"),
+                (OpKind::Read, None) if absent => write!(line, "[\"r\",{key},null"),
                 (OpKind::Write, _) => write!(line, "[\"w\",{key},{}", h.op_value[o]),
                 (_, Some(list)) => write!(line, "[\"r\",{key},{list:?}"),
                 (OpKind::Read, _) => write!(line, "[\"r\",{key},{}", h.op_value[o]),

@@ -44,6 +44,10 @@ pub const INIT_WRITE_ID: u64 = 0xbebe_ebee;
 pub const NULL_WRITE_ID: u64 = 0xdead_beef;
 /// Cobra: the write id every delete carries (so deletes cannot be told apart by a reader).
 pub const DELETE_WRITE_ID: u64 = 0xabcd_efab;
+/// Native JSON Lines: the value a delete writes (`["w", key, null]`: the row is gone). A
+/// history with deletes starts every key at it, so a read of `null` (no row) may have read
+/// the initial state or any delete of its key: [`History::init_value`].
+pub const ABSENT_VALUE: u64 = 0xab5e_ab5e_ab5e_ab5e;
 /// Cobra: XXH64 of "FZVERSION" as UTF-16LE, the fence key.
 pub const FENCE_KEY_HASH: u64 = 0xb887_3aa8_2ef6_c6d3;
 
