@@ -283,6 +283,81 @@ fn fractured_reads_published_by_eight_hosts_are_caught_with_their_cycle() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Records that arrive late and out of order across subjects: every other session is
+/// published while watch runs, the rest — whose writes the first ones' reads name — 1.5 s
+/// later.
+/// The readers wait for their writers instead of being rejected, nothing is collected before
+/// every expected session has spoken, and every transaction is checked once: ACCEPT.
+#[test]
+fn sessions_published_late_and_out_of_order_are_waited_for_and_checked_once() {
+    let Some(stream) = Stream::from_env("late") else {
+        return;
+    };
+    let dir = tmp("late");
+    let h = dir.join("h.jsonl");
+    let gen = krait()
+        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
+        .args(["--txns", "8000", "--sessions", "8", "--fence-every", "10"])
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    // Split by session, every other one late.
+    let text = std::fs::read_to_string(&h).unwrap();
+    let (mut early, mut late) = (String::new(), String::new());
+    let mut names = std::collections::HashMap::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let seen = names.len();
+        let n = *names.entry(v["session"].to_string()).or_insert(seen);
+        let half = if n % 2 == 0 { &mut early } else { &mut late };
+        half.push_str(line);
+        half.push('\n');
+    }
+    assert_eq!(names.len(), 8);
+    let (h1, h2) = (dir.join("early.jsonl"), dir.join("late.jsonl"));
+    std::fs::write(&h1, early).unwrap();
+    std::fs::write(&h2, late).unwrap();
+    let publish = |part: &Path| {
+        let out = krait()
+            .args([
+                "convert",
+                part.to_str().unwrap(),
+                &stream.url,
+                "--publishers",
+                "4",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let w = watch(&stream.url, "8", &["--idle-exit", "4s"]);
+    publish(&h1);
+    std::thread::sleep(Duration::from_millis(1500));
+    publish(&h2);
+    let (code, lines, err) = watched(w);
+    assert_eq!(code, Some(0), "{lines:?} {err}");
+    let last = lines.last().unwrap();
+    assert_eq!(last["verdict"], "ACCEPT", "{last}");
+    let (_, whole) = check(h.to_str().unwrap());
+    assert_eq!(last["history"]["txns"], whole["history"]["txns"], "{last}");
+    // The early half waited: some round ran with readers still waiting for the late half.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["waiting"].as_u64().is_some_and(|n| n > 0)),
+        "no reader waited: {lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn nats_server() -> Option<PathBuf> {
     [
         "/usr/sbin/nats-server",
