@@ -250,7 +250,8 @@ fn parse_op(
 fn absent_is_initial(h: &mut crate::History) {
     h.init_value = Some(ABSENT_VALUE);
     for o in 0..h.op_kind.len() {
-        if h.op_kind[o] == OpKind::ReadInit {
+        // A list read of `[]` stays one: its whole list, the empty one, is what it read.
+        if h.op_kind[o] == OpKind::ReadInit && h.list_of(o as u32).is_none() {
             h.op_kind[o] = OpKind::Read;
             h.op_value[o] = ABSENT_VALUE;
         }
