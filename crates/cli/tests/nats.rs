@@ -6,82 +6,16 @@
 //!
 //! Needs `KRAIT_NATS_URL` (nats://HOST:PORT with JetStream; `.ci/run` sets it) and, for the
 //! database runs, `KRAIT_PG_URL`; the restart test starts its own `nats-server` (on PATH or
-//! /usr/sbin). Each test uses a stream of its own and deletes it.
+//! /usr/sbin). Each test uses a stream of its own and deletes it. `nats_watch.rs` tests the
+//! verifier alone: faults in replayed streams, late sessions, restarts.
 
 mod common;
 
+use common::nats::{check, krait, skip, stop, tmp, watch, watched, Stream};
 use common::TempPg;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn krait() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_krait"))
-}
-
-fn skip(msg: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {msg}");
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("krait-nats-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// A stream of the test's own on the server `KRAIT_NATS_URL` names; deleted when dropped.
-struct Stream {
-    url: String,
-}
-
-impl Stream {
-    fn new(server: &str, tag: &str) -> Stream {
-        let url = format!(
-            "{}/KRAIT_TEST_{tag}_{}",
-            server.trim_end_matches('/'),
-            std::process::id()
-        );
-        let s = Stream { url };
-        s.delete();
-        s
-    }
-    fn from_env(tag: &str) -> Option<Stream> {
-        match std::env::var("KRAIT_NATS_URL") {
-            Ok(server) => Some(Stream::new(&server, tag)),
-            Err(_) => {
-                skip("KRAIT_NATS_URL is not set");
-                None
-            }
-        }
-    }
-    fn delete(&self) {
-        use krait_transport::nats::{Connection, Target};
-        if let Ok(c) = Connection::open(&Target::parse(&self.url).unwrap()) {
-            let _ = c.delete_stream();
-        }
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        self.delete();
-    }
-}
-
-/// `krait check H --json`: (exit code, the report).
-fn check(h: &str) -> (i32, serde_json::Value) {
-    let out = krait().args(["check", h, "--json"]).output().unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "check {h}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), v)
-}
 
 /// Copies every session log of `dirs` into one directory: the whole history as the
 /// collectors wrote it locally.
@@ -117,31 +51,6 @@ fn wait_ok(c: Child, what: &str) {
         "{what}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// `krait watch STREAM --sessions N --json` with `args`, started.
-fn watch(stream: &str, sessions: &str, args: &[&str]) -> Child {
-    krait()
-        .args(["watch", stream, "--sessions", sessions, "--json"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// A watch's end: its exit code (None when killed), its JSON lines (a last line cut by a
-/// kill left out) and its stderr.
-fn watched(c: Child) -> (Option<i32>, Vec<serde_json::Value>, String) {
-    let out = c.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines = text
-        .split_inclusive('\n')
-        .filter(|l| l.ends_with('\n'))
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    (out.status.code(), lines, err)
 }
 
 #[test]
@@ -232,132 +141,6 @@ fn lost_updates_at_read_committed_are_caught_through_the_stream() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The collectors' fault case: eight publishers replay a history with fractured reads (a
-/// reader sees one of a transaction's writes and misses another, which no database at
-/// SERIALIZABLE does, so it comes from the simulated store) while watch verifies.
-#[test]
-fn fractured_reads_published_by_eight_hosts_are_caught_with_their_cycle() {
-    let Some(stream) = Stream::from_env("fractured") else {
-        return;
-    };
-    let dir = tmp("fractured");
-    let h = dir.join("h.jsonl");
-    let gen = krait()
-        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
-        .args(["--txns", "20000", "--sessions", "8", "--fence-every", "10"])
-        .args(["--fractured-reads", "0.001"])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let (one_shot_code, one_shot) = check(h.to_str().unwrap());
-    assert_eq!((one_shot_code, &one_shot["verdict"]), (1, &"REJECT".into()));
-    let w = watch(&stream.url, "8", &["--idle-exit", "3s"]);
-    let conv = krait()
-        .args([
-            "convert",
-            h.to_str().unwrap(),
-            &stream.url,
-            "--publishers",
-            "8",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        conv.status.success(),
-        "{}",
-        String::from_utf8_lossy(&conv.stderr)
-    );
-    let (code, lines, err) = watched(w);
-    assert_eq!(code, Some(1), "{lines:?} {err}");
-    let last = lines.last().unwrap();
-    assert_eq!(last["verdict"], "REJECT", "{last}");
-    // A fractured read is a cycle through a write→read edge and an anti-dependency: the
-    // reader read from T1 and missed T1's other write, so it precedes T1 on that key.
-    let cycle = last["cycle"].as_array().unwrap();
-    let kinds: Vec<&str> = cycle.iter().filter_map(|e| e["kind"].as_str()).collect();
-    assert!(kinds.contains(&"wr") && kinds.contains(&"rw"), "{last}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Records that arrive late and out of order across subjects: every other session is
-/// published while watch runs, the rest — whose writes the first ones' reads name — 1.5 s
-/// later.
-/// The readers wait for their writers instead of being rejected, nothing is collected before
-/// every expected session has spoken, and every transaction is checked once: ACCEPT.
-#[test]
-fn sessions_published_late_and_out_of_order_are_waited_for_and_checked_once() {
-    let Some(stream) = Stream::from_env("late") else {
-        return;
-    };
-    let dir = tmp("late");
-    let h = dir.join("h.jsonl");
-    let gen = krait()
-        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
-        .args(["--txns", "8000", "--sessions", "8", "--fence-every", "10"])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    // Split by session, every other one late.
-    let text = std::fs::read_to_string(&h).unwrap();
-    let (mut early, mut late) = (String::new(), String::new());
-    let mut names = std::collections::HashMap::new();
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let seen = names.len();
-        let n = *names.entry(v["session"].to_string()).or_insert(seen);
-        let half = if n % 2 == 0 { &mut early } else { &mut late };
-        half.push_str(line);
-        half.push('\n');
-    }
-    assert_eq!(names.len(), 8);
-    let (h1, h2) = (dir.join("early.jsonl"), dir.join("late.jsonl"));
-    std::fs::write(&h1, early).unwrap();
-    std::fs::write(&h2, late).unwrap();
-    let publish = |part: &Path| {
-        let out = krait()
-            .args([
-                "convert",
-                part.to_str().unwrap(),
-                &stream.url,
-                "--publishers",
-                "4",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let w = watch(&stream.url, "8", &["--idle-exit", "4s"]);
-    publish(&h1);
-    std::thread::sleep(Duration::from_millis(1500));
-    publish(&h2);
-    let (code, lines, err) = watched(w);
-    assert_eq!(code, Some(0), "{lines:?} {err}");
-    let last = lines.last().unwrap();
-    assert_eq!(last["verdict"], "ACCEPT", "{last}");
-    let (_, whole) = check(h.to_str().unwrap());
-    assert_eq!(last["history"]["txns"], whole["history"]["txns"], "{last}");
-    // The early half waited: some round ran with readers still waiting for the late half.
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["waiting"].as_u64().is_some_and(|n| n > 0)),
-        "no reader waited: {lines:?}"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
 fn nats_server() -> Option<PathBuf> {
     [
         "/usr/sbin/nats-server",
@@ -392,11 +175,6 @@ fn start_server(bin: &Path, port: u16, store: &Path) -> Child {
         std::thread::sleep(Duration::from_millis(50));
     }
     c
-}
-
-fn stop(c: &mut Child, signal: i32) {
-    unsafe { libc::kill(c.id() as i32, signal) };
-    let _ = c.wait();
 }
 
 #[test]
@@ -560,110 +338,5 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
     let (code, streamed) = check(&stream.url);
     assert_eq!(code, 0, "{streamed}");
     assert_eq!(streamed["history"]["txns"].as_u64().unwrap(), all);
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn a_restarted_watch_resumes_after_its_last_reported_round() {
-    let Some(stream) = Stream::from_env("resume") else {
-        return;
-    };
-    let dir = tmp("resume");
-    let h = dir.join("h.jsonl");
-    let gen = krait()
-        .args(["generate", h.to_str().unwrap(), "--workload", "blindw-rw"])
-        .args(["--txns", "60000", "--sessions", "8", "--fence-every", "10"])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let conv = krait()
-        .args(["convert", h.to_str().unwrap(), &stream.url])
-        .output()
-        .unwrap();
-    assert!(
-        conv.status.success(),
-        "{}",
-        String::from_utf8_lossy(&conv.stderr)
-    );
-    let ckpt = dir.join("watch.ckpt");
-    let ckpt_arg = ckpt.to_str().unwrap();
-    let resumable = |idle: &str| {
-        watch(
-            &stream.url,
-            "8",
-            &[
-                "--idle-exit",
-                idle,
-                "--max-round",
-                "1000",
-                "--interval",
-                "50ms",
-                "--checkpoint",
-                ckpt_arg,
-                "--checkpoint-every",
-                "100ms",
-            ],
-        )
-    };
-    // The checkpoint's header line names the round it was saved after.
-    let saved = || -> u64 {
-        std::fs::read(&ckpt)
-            .ok()
-            .and_then(|b| {
-                let line = b.split(|&c| c == b'\n').next()?.to_vec();
-                serde_json::from_slice::<serde_json::Value>(&line).ok()
-            })
-            .and_then(|v| v["round"].as_u64())
-            .unwrap_or(0)
-    };
-    // The first verifier dies a few rounds in.
-    let mut first = resumable("30s");
-    let t0 = std::time::Instant::now();
-    while saved() < 3 && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    stop(&mut first, libc::SIGKILL);
-    let cut = saved();
-    assert!(cut >= 3, "no checkpoint written");
-    let first_lines = watched(first).1;
-    let before: Vec<u64> = first_lines
-        .iter()
-        .filter_map(|l| l["round"].as_u64().filter(|_| l.get("new").is_some()))
-        .collect();
-    assert!(before.len() as u64 >= cut, "{before:?} {cut}");
-    // What the saved state had admitted: the rounds up to the checkpoint's.
-    let admitted = |lines: &[serde_json::Value], rounds: std::ops::RangeInclusive<u64>| -> u64 {
-        lines
-            .iter()
-            .filter(|l| l["round"].as_u64().is_some_and(|r| rounds.contains(&r)))
-            .filter_map(|l| l["new"].as_u64())
-            .sum()
-    };
-    let checked_before = admitted(&first_lines, 1..=cut);
-    assert!(checked_before > 0);
-    // The second reports from the next round on, and checks everything.
-    let (_, lines, _) = watched(resumable("2s"));
-    let rounds: Vec<u64> = lines
-        .iter()
-        .filter(|l| l.get("new").is_some())
-        .map(|l| l["round"].as_u64().unwrap())
-        .collect();
-    assert_eq!(rounds.first(), Some(&(cut + 1)), "{rounds:?}");
-    assert!(rounds.windows(2).all(|w| w[1] == w[0] + 1), "{rounds:?}");
-    let last = lines.last().unwrap();
-    assert_eq!(last["verdict"], "ACCEPT", "{last}");
-    let (_, whole) = check(&stream.url);
-    assert_eq!(last["history"]["txns"], whole["history"]["txns"], "{last}");
-    // It went on from the saved state: it checked only what the first had not, once each.
-    let total = whole["history"]["txns"].as_u64().unwrap();
-    assert_eq!(
-        checked_before + admitted(&lines, cut + 1..=u64::MAX),
-        total,
-        "{rounds:?}"
-    );
     let _ = std::fs::remove_dir_all(&dir);
 }

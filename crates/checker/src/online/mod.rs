@@ -315,15 +315,6 @@ impl Online {
         self.seq
     }
 
-    /// The number of the earliest push not admitted yet (`None`: every push is admitted):
-    /// everything pushed before it has been in a round.
-    pub fn oldest_waiting(&self) -> Option<u64> {
-        self.sessions
-            .iter()
-            .filter_map(|s| s.queue.front().map(|q| q.seq))
-            .min()
-    }
-
     /// Transactions deleted by garbage collection so far.
     pub fn deleted_total(&self) -> u64 {
         self.deleted_total

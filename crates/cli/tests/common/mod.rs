@@ -1,6 +1,8 @@
 //! Shared by the CLI's database tests: a PostgreSQL database of the test's own.
 #![allow(dead_code)]
 
+pub mod nats;
+
 /// A database of its own on the server KRAIT_PG_URL names, dropped at the end.
 pub struct TempPg {
     admin: String,

@@ -234,9 +234,6 @@ fn serve_one(
     let (c2, s2, k2) = (client.try_clone()?, server.try_clone()?, conn.clone());
     let up = std::thread::spawn(move || pump(c2, s2, &k2, true));
     let down = pump(server, client, &conn, false);
-    // However the server's side ended, a client statement held for its answer goes on.
-    conn.0.lock().unwrap().closed = true;
-    conn.1.notify_all();
     let up = up
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the client pump panicked")));
