@@ -52,6 +52,11 @@ pub(crate) const START: u32 = 1 << 30;
 pub(crate) struct Final {
     pub b: Built,
     pub remaining: Vec<u32>,
+    /// Each read's write as the check left it: a read with several possible writers that only
+    /// one could explain names that one ([`krait_history::FROM_AMBIGUOUS`] where still open).
+    pub read_from: Vec<u32>,
+    /// The transaction of each op.
+    pub op_txn: Vec<krait_history::TxnId>,
 }
 
 /// Checks `h`; with `want_final`, an ACCEPT also returns its graph (online garbage collection).
@@ -250,7 +255,12 @@ fn run_once(
             } else {
                 (None, Vec::new())
             };
-            let fin = want_final.then_some(Final { b, remaining });
+            let fin = want_final.then(|| Final {
+                b,
+                remaining,
+                read_from: std::mem::take(&mut r.read_from),
+                op_txn: std::mem::take(&mut r.op_txn),
+            });
             (Verdict::Accept, order, matched, fin)
         }
         Decided::Cycle => {

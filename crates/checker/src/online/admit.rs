@@ -36,12 +36,22 @@ impl Online {
                 }
                 let mut root = false;
                 for (k, v) in t.t.needs() {
-                    match self.writes.get(&(k, v)) {
-                        None if self.deleted_writes.contains_key(&(k, v))
-                            || self.is_init_value(k, v) => {}
-                        None => root |= missing(t, (k, v)),
-                        Some(Writer::Queued(w)) => q.readers.entry(*w).or_default().push(t.seq),
-                        Some(Writer::Live(_)) => {}
+                    if !self.writes.contains_key(&(k, v)) {
+                        // A read of a deleted write is stale at once; with repeated values a
+                        // write still to come may be the one read, so it waits as for any.
+                        let known = (self.deleted_writes.contains_key(&(k, v)) && !self.repeated)
+                            || self.is_init_value(k, v)
+                            || self.initial == Some(v);
+                        if !known {
+                            root |= missing(t, (k, v));
+                        }
+                        continue;
+                    }
+                    // A reader comes with every writer of its value seen so far.
+                    for w in self.writes.all(&(k, v)) {
+                        if let Writer::Queued(w) = w {
+                            q.readers.entry(w).or_default().push(t.seq);
+                        }
                     }
                 }
                 if root {
@@ -158,7 +168,8 @@ impl Online {
                 let l = self.slab[id as usize].as_ref().unwrap();
                 for &(kind, k, v) in &l.t.ops {
                     if self.indexed_write(kind, v) {
-                        self.writes.insert((k, v), Writer::Live(id));
+                        self.writes
+                            .replace((k, v), Writer::Queued(q.seq), Writer::Live(id));
                     }
                 }
                 self.sessions[si].live.push(id);

@@ -139,7 +139,14 @@ impl Online {
             for &(y, e) in csr.succ(x) {
                 if kept(y) || hub_of[y as usize] != NOT_HUB {
                     let kind = b.labels[e as usize].kind;
-                    let again = matches!(kind, EdgeKind::Session | EdgeKind::Wr | EdgeKind::Within);
+                    // With repeated values a write→read edge may hold only by a choice that
+                    // pruning settled with the help of the very edges it would let go: it is
+                    // not rebuilt for sure, so nothing carried is dropped for it.
+                    let again = match kind {
+                        EdgeKind::Session | EdgeKind::Within => true,
+                        EdgeKind::Wr => !self.repeated,
+                        _ => false,
+                    };
                     if !from_hub && kept(y) && again {
                         rebuilt.push((x, y));
                     } else {

@@ -1,11 +1,11 @@
 //! Garbage collection after an accepted round: what is old, superseded, in the frontier, safe
 //! to delete, or foldable into a key's initial version; then deletion.
 
-use super::{Live, Online, NONE};
+use super::{Live, Online, Writer, NONE};
 use crate::graph::{self, ChainReach, Csr, Node};
 use crate::pipeline::Final;
 use krait_history::{FxHashMap, FxHashSet};
-use krait_history::{KeyId, OpKind, TxnStatus};
+use krait_history::{History, KeyId, OpKind, TxnStatus};
 
 /// One accepted round's graph, seen by garbage collection: per node whether it is old and all
 /// its ancestors are, its topological position, and the writers of each key.
@@ -53,7 +53,15 @@ impl Online {
     }
 
     /// Garbage collection after an accepted round; returns how many transactions it deleted.
-    pub(super) fn collect(&mut self, fin: &Final, txn_slab: &[u32], agree: u32) -> usize {
+    /// `rep`, where values may repeat: the round's history, the record op of each of its ops,
+    /// and the round's own `agree`, which says whose reads it left out (see `choosable`).
+    pub(super) fn collect(
+        &mut self,
+        fin: &Final,
+        txn_slab: &[u32],
+        agree: u32,
+        rep: Option<(&History, &[u32], u32)>,
+    ) -> usize {
         let s = self.scan(fin, txn_slab, agree);
         let n = fin.b.num_nodes;
         let (superseded, frontier_keys) = self.superseded(&s);
@@ -74,6 +82,12 @@ impl Online {
                 superseded[x] && (size[c] == 1 || all_sup[c])
             })
             .collect();
+        if let Some((_, _, round_agree)) = rep {
+            let pin = self.pinned(fin, txn_slab, round_agree, &deleted);
+            for (d, p) in deleted.iter_mut().zip(pin) {
+                *d &= !p;
+            }
+        }
         let b = &fin.b;
         // A transaction goes whole: under snapshot isolation, snapshot and commit both.
         if b.split {
@@ -87,9 +101,26 @@ impl Online {
         let alone = |x: Node| {
             size[comp[x as usize] as usize] == 1 && size[comp[b.start(x) as usize] as usize] == 1
         };
-        let folds = self.folds(&s, &frontier_keys, &mut deleted, alone);
+        // A folded initial version would stand for a value a later write may repeat.
+        let folds = match rep {
+            None => self.folds(&s, &frontier_keys, &mut deleted, alone),
+            Some(_) => Vec::new(),
+        };
         self.carry(fin, txn_slab, &deleted, &s.csr, &s.order);
-        self.delete(&s, &superseded, &deleted, &folds, agree)
+        let ghosts = match rep {
+            Some((h, op_src, _)) => self.resolved_ghosts(fin, txn_slab, h, op_src, &deleted),
+            None => Vec::new(),
+        };
+        let young_agree = rep.map(|r| r.2);
+        self.delete(
+            &s,
+            &superseded,
+            &deleted,
+            &folds,
+            agree,
+            &ghosts,
+            young_agree,
+        )
     }
 
     /// Which nodes are old (epoch ≤ agree − 2) with only old ancestors, in topological order,
@@ -311,7 +342,21 @@ impl Online {
         deleted: &[bool],
         folds: &[(KeyId, u64, u64)],
         agree: u32,
+        ghosts: &[(u32, u32)],
+        young_agree: Option<u32>,
     ) -> usize {
+        // With repeated values, reads of young transactions are not checked yet: what they
+        // read must stay, aborted or not, and they are no ghosts.
+        let young_reads: FxHashSet<(KeyId, u64)> = match young_agree {
+            Some(a) => s
+                .txn_slab
+                .iter()
+                .map(|&id| self.live_ref(id))
+                .filter(|l| self.young(l.epoch, a))
+                .flat_map(|l| l.t.needs())
+                .collect(),
+            None => FxHashSet::default(),
+        };
         let b = &s.fin.b;
         self.last_superseded.clear();
         self.last_deleted.clear();
@@ -335,7 +380,9 @@ impl Online {
         // Old aborted transactions: nobody may read them, and they are in no graph.
         for (t, &id) in s.txn_slab.iter().enumerate() {
             let l = self.live_ref(id);
-            let old = l.epoch != NONE && l.epoch <= agree - 2;
+            let old = l.epoch != NONE
+                && l.epoch <= agree - 2
+                && !l.t.ops.iter().any(|o| young_reads.contains(&(o.1, o.2)));
             if b.txn_node[t] == NONE && l.t.status == TxnStatus::Aborted && old {
                 gone.push(id);
             }
@@ -343,12 +390,20 @@ impl Online {
         let folded: FxHashSet<(KeyId, u64)> = folds.iter().map(|&(k, v, _)| (k, v)).collect();
         for &id in &gone {
             let l = self.slab[id as usize].take().unwrap();
+            if l.fence && l.epoch != NONE && l.t.status == TxnStatus::Committed {
+                let s = &mut self.sessions[l.t.session as usize];
+                s.gone_fence = if s.gone_fence == NONE {
+                    l.epoch
+                } else {
+                    s.gone_fence.max(l.epoch)
+                };
+            }
             for &(kind, k, v) in &l.t.ops {
                 if kind != OpKind::Write {
                     continue;
                 }
                 // Reads of aborted writes are G1a, not stale: they just find no writer.
-                if self.writes.remove(&(k, v)).is_some()
+                if self.writes.remove((k, v), Writer::Live(id))
                     && l.t.status != TxnStatus::Aborted
                     && !folded.contains(&(k, v))
                 {
@@ -366,15 +421,22 @@ impl Online {
                 self.remember_deleted(k, old, old_ext);
             }
         }
+        for &(id, op) in ghosts {
+            if let Some(l) = self.slab[id as usize].as_mut() {
+                if let Err(at) = l.ghost.binary_search(&op) {
+                    l.ghost.insert(at, op);
+                }
+            }
+        }
         if !gone.is_empty() {
-            self.forget_deleted();
+            self.forget_deleted(young_agree);
         }
         gone.len()
     }
 
     /// Drops deleted transactions from the sessions, and marks reads of deleted writes as
     /// ghosts: what they implied is now carried.
-    fn forget_deleted(&mut self) {
+    fn forget_deleted(&mut self, young_agree: Option<u32>) {
         for s in &mut self.sessions {
             let slab = &self.slab;
             s.live.retain(|&id| slab[id as usize].is_some());
@@ -384,10 +446,15 @@ impl Online {
             let Some(l) = self.slab[i].as_ref() else {
                 continue;
             };
+            if young_agree.is_some_and(|a| self.young(l.epoch, a)) {
+                continue;
+            }
             let mut add = Vec::new();
             for (j, &(kind, k, v)) in l.t.ops.iter().enumerate() {
+                // A read of the initial value may have read the initial state, which stays.
                 if kind == OpKind::Read
                     && !self.writes.contains_key(&(k, v))
+                    && !(self.repeated && self.initial == Some(v))
                     && l.ghost.binary_search(&(j as u32)).is_err()
                 {
                     add.push(j as u32);

@@ -31,12 +31,14 @@ mod admit;
 #[cfg(test)]
 mod admit_tests;
 mod carry;
+mod choosable;
 mod epoch;
 mod gc;
 mod persist;
 mod replay;
 mod round;
 mod types;
+mod writes;
 
 pub use krait_history::TxnRecord;
 pub use replay::{replay, replay_restarting};
@@ -88,9 +90,11 @@ struct Sess {
     closed: bool,
     /// Transactions pushed so far.
     pushed: u32,
+    /// The highest epoch of a committed fence of this session that was deleted (NONE: none).
+    gone_fence: u32,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Writer {
     Live(u32),
     Queued(u64),
@@ -113,7 +117,7 @@ pub struct Online {
     live_count: usize,
     sessions: Vec<Sess>,
     session_index: FxHashMap<String, u32>,
-    writes: FxHashMap<(KeyId, u64), Writer>,
+    writes: writes::WriteIndex,
     /// Fence-key value written by a live fence → that fence's epoch.
     fence_epoch: FxHashMap<u64, u32>,
     carried: Vec<(u32, u32)>,
@@ -153,6 +157,14 @@ pub struct Online {
     /// A list-append read was admitted: its whole list pins the key's version order from the
     /// initial version on, which the deleted prefix no longer shows, so nothing is collected.
     lists_seen: bool,
+    /// Values may be written more than once ([`Online::allow_repeated_values`]).
+    repeated: bool,
+    /// With repeated values: the value every key holds before its first write (a delete's,
+    /// once one was seen), which a read of it may have read instead of any write.
+    initial: Option<u64>,
+    /// With repeated values: the last round left reads of young transactions out, so the end
+    /// of the history needs a round of its own even with nothing new to admit.
+    withheld: bool,
 }
 
 impl Online {
@@ -168,7 +180,7 @@ impl Online {
             live_count: 0,
             sessions: Vec::new(),
             session_index: FxHashMap::default(),
-            writes: FxHashMap::default(),
+            writes: Default::default(),
             fence_epoch: FxHashMap::default(),
             carried: Vec::new(),
             hubs: 0,
@@ -189,7 +201,29 @@ impl Online {
             deleted_writes: FxHashMap::default(),
             deleted_fifo: VecDeque::new(),
             init_value: FxHashMap::default(),
+            repeated: false,
+            initial: None,
+            withheld: false,
         }
+    }
+
+    /// Takes histories whose values may be written more than once (and deletes): a read then
+    /// may have read any write of its value. Must be said before the first push: garbage
+    /// collection keeps what such reads may still choose (see `gc`), and checks a read only
+    /// once no transaction still to come can be the one it read.
+    pub fn allow_repeated_values(&mut self) {
+        self.repeated = true;
+    }
+
+    /// With repeated values: every key holds `v` before its first write (a history with
+    /// deletes: the absent row), so a read of `v` may have read the initial state.
+    pub fn set_initial_value(&mut self, v: u64) {
+        self.initial = Some(v);
+    }
+
+    /// Whether values may repeat ([`Online::allow_repeated_values`]).
+    pub fn repeated_values(&self) -> bool {
+        self.repeated
     }
 
     /// Interns a key name. The collector's fence key is recognised by name.
@@ -241,6 +275,7 @@ impl Online {
             unassigned: Vec::new(),
             closed: false,
             pushed: 0,
+            gone_fence: NONE,
         });
         self.session_index.insert(name.to_string(), s);
         Ok(s)
@@ -252,7 +287,8 @@ impl Online {
     }
 
     /// Queues a transaction; it is admitted by a later round, once the writes its reads name
-    /// have arrived. A duplicate write value or a list after collection began is an error.
+    /// have arrived. A repeated value (unless allowed), a repeated fence value, or a list after
+    /// collection began is an error.
     pub fn push(&mut self, t: TxnRecord) -> Result<(), OnlineError> {
         self.seq += 1;
         if !t.lists.is_empty() {
@@ -263,13 +299,26 @@ impl Online {
         }
         for &(kind, k, v) in &t.ops {
             if kind == OpKind::Write && v == ABSENT_VALUE && !self.cobra_claims {
-                return Err(OnlineError::Delete {
-                    txn: t.ext,
-                    key: self.keys[k as usize].clone(),
-                });
+                if !self.repeated {
+                    return Err(OnlineError::Delete {
+                        txn: t.ext,
+                        key: self.keys[k as usize].clone(),
+                    });
+                }
+                self.initial = Some(ABSENT_VALUE);
             }
             if self.indexed_write(kind, v) {
-                if self.writes.contains_key(&(k, v)) {
+                // Fences must stay unique however values repeat: epochs follow their chain.
+                let again = self.writes.contains_key(&(k, v))
+                    || (self.repeated && self.deleted_writes.contains_key(&(k, v)));
+                if again && self.repeated && Some(k) == self.fence_key {
+                    return Err(OnlineError::RepeatedFence {
+                        txn: t.ext,
+                        key: self.keys[k as usize].clone(),
+                        value: v,
+                    });
+                }
+                if again && !self.repeated {
                     return Err(OnlineError::DuplicateWrite {
                         txn: t.ext,
                         key: self.keys[k as usize].clone(),

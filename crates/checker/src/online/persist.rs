@@ -7,7 +7,7 @@ use super::{Online, OnlineError, OnlineOptions};
 
 /// The first bytes of a saved state, with the format's version: a state from another
 /// version of the layout is refused, never misread.
-const MAGIC: &[u8; 8] = b"krait-o1";
+const MAGIC: &[u8; 8] = b"krait-o2";
 
 impl Online {
     /// The checker's state, to be given to [`Online::restore`] later, possibly in another

@@ -41,6 +41,12 @@ fn replay_inner(
         on.set_fence_key(fk);
     }
     on.set_cobra_claims(h.cobra.is_some());
+    if h.has_duplicates() || h.init_value.is_some() {
+        on.allow_repeated_values();
+        if let Some(v) = h.init_value {
+            on.set_initial_value(v);
+        }
+    }
     let ns = h.num_sessions();
     let mut seen = std::collections::HashSet::new();
     for s in 0..ns {

@@ -16,6 +16,10 @@ struct RoundHistory {
     slab_txn: Vec<u32>,
     /// Unknown outcomes earlier rounds found read.
     committed_unknown: Vec<TxnId>,
+    /// With repeated values: the op of its transaction's record each op of `h` is.
+    op_src: Vec<u32>,
+    /// Some read was left out as young.
+    withheld: bool,
 }
 
 impl Online {
@@ -27,7 +31,7 @@ impl Online {
         let t0 = Instant::now();
         let blocked = self.blocked_set(force);
         let waiting_before = self.waiting();
-        if waiting_before == blocked.len() {
+        if waiting_before == blocked.len() && !(force && self.withheld) {
             return Ok(None);
         }
         self.round += 1;
@@ -35,12 +39,17 @@ impl Online {
         let (new, new_ids, admitted_fences) = self.admit(&take);
         self.assign_epochs(&admitted_fences, &new_ids);
 
+        // Epochs are final for this round once its fences are numbered.
+        let agree = self.agree();
         let RoundHistory {
             h,
             txn_slab,
             slab_txn,
             committed_unknown,
-        } = self.round_history()?;
+            op_src,
+            withheld,
+        } = self.round_history(agree)?;
+        self.withheld = withheld;
         if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
             self.verdict = Some(Report {
                 level: self.opts.check.level.name(self.opts.check.strict.is_some()),
@@ -94,14 +103,22 @@ impl Online {
                 l.read_unknown = true;
             }
         }
-        let agree = self.agree();
         st.epoch_agree = agree;
         st.gc_held = self.gc_hold();
         let t_check = t0.elapsed();
         if let Some(fin) = fin {
             // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying.
             if agree >= 2 && !self.lists_seen {
-                st.deleted = self.collect(&fin, &txn_slab, agree);
+                st.deleted = if self.repeated {
+                    let old_below = self.agree_with_withheld_reads(agree);
+                    if old_below >= 2 {
+                        self.collect(&fin, &txn_slab, old_below, Some((&h, &op_src[..], agree)))
+                    } else {
+                        0
+                    }
+                } else {
+                    self.collect(&fin, &txn_slab, agree, None)
+                };
             }
         }
         st.check_time = t_check - t_build;
@@ -118,8 +135,12 @@ impl Online {
     }
 
     /// The round's history: live transactions, session by session, reads of deleted writes
-    /// left out and reads of folded versions read as initial.
-    fn round_history(&self) -> Result<RoundHistory, OnlineError> {
+    /// left out and reads of folded versions read as initial. With repeated values, the reads
+    /// of young transactions (epoch above `agree` − 2, or none yet) are left out too: a write
+    /// still to come may be the one such a read read, and a check that assumed otherwise
+    /// could reject falsely or decide edges that do not hold. Once all of them are two epochs
+    /// old, every transaction still to come follows them, and cannot be a writer they read.
+    fn round_history(&self, agree: u32) -> Result<RoundHistory, OnlineError> {
         let mut b = HistoryBuilder::new().with_keys(self.keys.clone());
         if self.cobra_claims {
             b = b.with_cobra_claims();
@@ -127,6 +148,13 @@ impl Online {
         if let Some(fk) = self.fence_key {
             b.set_fence_key(fk);
         }
+        let initial = self.initial.filter(|_| self.repeated);
+        if let Some(v) = initial {
+            b.set_init_value(v);
+        }
+        let everything_arrived = self.sessions.iter().all(|s| s.closed && s.queue.is_empty());
+        let mut op_src: Vec<u32> = Vec::new();
+        let mut withheld = false;
         let mut txn_slab: Vec<u32> = Vec::with_capacity(self.live_count);
         let mut txn_pos: Vec<u32> = Vec::with_capacity(self.live_count);
         let mut committed_unknown: Vec<TxnId> = Vec::new();
@@ -135,18 +163,32 @@ impl Online {
             b.begin_session(s.name.clone());
             for &id in &s.live {
                 let l = self.slab[id as usize].as_ref().unwrap();
+                let young = !everything_arrived && self.young(l.epoch, agree);
                 for (i, &(kind, k, v)) in l.t.ops.iter().enumerate() {
                     if l.ghost.binary_search(&(i as u32)).is_ok() {
                         continue;
                     }
+                    // Fence values are unique: a fence read names its writer for good, and
+                    // the paths epochs count on run through it.
+                    if young && kind != OpKind::Write && Some(k) != self.fence_key {
+                        withheld = true;
+                        continue;
+                    }
+                    if self.repeated {
+                        op_src.push(i as u32);
+                    }
+                    let has_list = l.t.lists.iter().any(|x| x.0 as usize == i);
                     if self.indexed_write(kind, v) {
-                        // Duplicates were refused on arrival.
+                        // Repeated values were refused on arrival unless allowed.
                         let _ = b.op(kind, k, v);
                     } else if kind == OpKind::Read
                         && !self.writes.contains_key(&(k, v))
                         && self.is_init_value(k, v)
                     {
                         b.op_unindexed(OpKind::ReadInit, k, 0);
+                    } else if let (OpKind::ReadInit, Some(v0), false) = (kind, initial, has_list) {
+                        // The initial state and every delete hold the same value.
+                        b.op_unindexed(OpKind::Read, k, v0);
                     } else {
                         b.op_unindexed(kind, k, v);
                     }
@@ -180,7 +222,39 @@ impl Online {
             txn_slab,
             slab_txn,
             committed_unknown,
+            op_src,
+            withheld,
         })
+    }
+
+    /// Whether a live transaction's reads are left out of this round (repeated values only):
+    /// young, unless every session has ended and nothing waits.
+    pub(super) fn young(&self, epoch: u32, agree: u32) -> bool {
+        self.repeated && (epoch == NONE || epoch.saturating_add(2) > agree)
+    }
+
+    /// `agree` for garbage collection where reads of young transactions are left out: those
+    /// reads are checked later, like the reads of transactions still to come, so collection
+    /// may count on a path to them only from what precedes the last fence before each (as it
+    /// counts on one to a transaction still to come from what precedes its session's last).
+    fn agree_with_withheld_reads(&self, agree: u32) -> u32 {
+        let mut out = agree;
+        for s in &self.sessions {
+            let mut last_fence = if s.gone_fence == NONE {
+                0
+            } else {
+                s.gone_fence
+            };
+            for &id in &s.live {
+                let l = self.slab[id as usize].as_ref().unwrap();
+                if l.fence && l.epoch != NONE && l.t.status == TxnStatus::Committed {
+                    last_fence = last_fence.max(l.epoch);
+                } else if self.young(l.epoch, agree) {
+                    out = out.min(last_fence);
+                }
+            }
+        }
+        out
     }
 
     /// The carried facts in the round history's transaction ids.
@@ -233,7 +307,9 @@ impl Online {
                         None => continue,
                     },
                     OpKind::Read
-                        if !self.writes.contains_key(&(k, v)) && !self.is_init_value(k, v) =>
+                        if !(self.writes.contains_key(&(k, v))
+                            || self.is_init_value(k, v)
+                            || (self.repeated && self.initial == Some(v))) =>
                     {
                         match self.deleted_writes.get(&(k, v)) {
                             Some(&(w, r)) => (w, Some(r), format!("{key} = {}", shown())),

@@ -98,11 +98,21 @@ pub struct RoundStats {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OnlineError {
     /// Written values must be unique per key.
-    #[error("transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote: online checking (--round-size, watch) needs values unique per key; check the whole history at once (without --round-size), which handles repeated values")]
+    #[error("transaction {txn} writes key {key:?} with value {value}, which another transaction already wrote: values repeat; watch with --repeated-values (which must be said from the start: garbage collection keeps more for it), or check the whole history at once")]
     DuplicateWrite {
         /// The second writer.
         txn: u64,
         /// The key.
+        key: String,
+        /// The value written twice.
+        value: u64,
+    },
+    /// Fences number epochs along their chain: their values must stay unique.
+    #[error("transaction {txn} writes the fence key {key:?} with value {value}, which another fence already wrote: fence values must be unique, even where other values repeat")]
+    RepeatedFence {
+        /// The second writer.
+        txn: u64,
+        /// The fence key.
         key: String,
         /// The value written twice.
         value: u64,
@@ -125,9 +135,9 @@ pub enum OnlineError {
         /// The reader.
         txn: u64,
     },
-    /// A delete (`["w", key, null]`): a later read of no row may have read it or the initial
-    /// state, which needs the key's whole history.
-    #[error("transaction {txn} deletes key {key:?} (writes null): online checking (--round-size, watch) does not take deletes yet; check the whole history at once (without --round-size)")]
+    /// A delete (`["w", key, null]`) while values are taken as unique: a later read of no row
+    /// may have read it, another delete or the initial state.
+    #[error("transaction {txn} deletes key {key:?} (writes null): a later read of no row may have read this delete, another one or the initial state; watch with --repeated-values, which takes deletes")]
     Delete {
         /// The deleting transaction.
         txn: u64,

@@ -191,3 +191,83 @@ pub fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
         ("no-fold", no_fold),
     ]
 }
+
+/// Random fenced histories whose written values repeat: each write draws its value from a
+/// small range (with `init_zero`, from 0 up, and every key starts at 0, dbcop's convention),
+/// so most reads have several possible writers, some of them deleted by the time they are
+/// checked online. Fences keep unique values, as the collector issues them.
+pub fn random_fenced_repeated(r: &mut Rng) -> History {
+    let nsessions = 2 + r.below(3) as usize;
+    let keys = 1 + r.below(3);
+    let n = 10 + r.below(50);
+    let fence_every = 2 + r.below(3);
+    let stale = r.below(30);
+    let range = 2 + r.below(3);
+    let init_zero = r.chance(30);
+    let mut versions: Vec<Vec<u64>> = vec![Vec::new(); keys as usize];
+    let mut fence_val: Option<u64> = None;
+    let mut next_fence = 1u64;
+    let mut per_session = vec![0u64; nsessions];
+    let mut txns = Vec::new();
+    for i in 0..n {
+        let s = r.below(nsessions as u64) as usize;
+        per_session[s] += 1;
+        if per_session[s].is_multiple_of(fence_every) {
+            let v = next_fence;
+            next_fence += 1;
+            txns.push(fence(s, 10_000 + i, fence_val, v).times(i * 10, i * 10 + 5));
+            fence_val = Some(v);
+            continue;
+        }
+        let mut t = SimpleTxn::new(s, 1 + i);
+        let mut own: Vec<Option<u64>> = vec![None; keys as usize];
+        for _ in 0..1 + r.below(3) {
+            let k = r.below(keys);
+            let key = format!("k{k}");
+            if r.chance(55) {
+                if own[k as usize].is_some() {
+                    continue;
+                }
+                let vs = &versions[k as usize];
+                let v = if r.chance(stale) && !vs.is_empty() {
+                    let j = r.below(vs.len() as u64 + 1) as usize;
+                    vs.get(j).copied()
+                } else {
+                    vs.last().copied()
+                };
+                t = match (v, init_zero) {
+                    (Some(v), _) => t.r(&key, v),
+                    (None, true) => t.r(&key, 0),
+                    (None, false) => t.r0(&key),
+                };
+            } else {
+                let v = if init_zero {
+                    r.below(range)
+                } else {
+                    1 + r.below(range)
+                };
+                own[k as usize] = Some(v);
+                t = t.w(&key, v);
+            }
+        }
+        let status = if r.chance(4) {
+            TxnStatus::Aborted
+        } else {
+            TxnStatus::Committed
+        };
+        if status == TxnStatus::Committed {
+            for (k, v) in own.iter().enumerate() {
+                if let Some(v) = v {
+                    versions[k].push(*v);
+                }
+            }
+        }
+        let start = (i * 10).saturating_sub(r.below(40));
+        txns.push(t.status(status).times(start, i * 10 + 5));
+    }
+    let mut h = krait_history::build_history(&txns).unwrap();
+    if init_zero {
+        h.init_value = Some(0);
+    }
+    h
+}

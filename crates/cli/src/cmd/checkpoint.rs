@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The layout's version: a checkpoint of another layout is refused, never misread.
-const VERSION: u64 = 2;
+const VERSION: u64 = 3;
 
 /// Where and how often a watch saves its state.
 pub(crate) struct Checkpoint {

@@ -53,6 +53,12 @@ pub struct WatchArgs {
     /// With --checkpoint: how often to save (also whenever a poll finds the stream quiet).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub(crate) checkpoint_every: Duration,
+    /// The clients may write a value more than once per key (counters, flags, untagged
+    /// recordings) or delete rows: a read may then have read any write of its value. Each
+    /// read is checked once its transaction is two epochs old (fences), when no transaction
+    /// still to come can be the one it read; without fences, when the watch ends.
+    #[arg(long)]
+    pub(crate) repeated_values: bool,
 }
 
 /// The online checker seen as the key table a log follower fills.
@@ -180,6 +186,13 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
             let on = Online::restore(opts, &saved.online).map_err(|e| {
                 anyhow::anyhow!("{}: {e}", w.checkpoint.as_ref().unwrap().display())
             })?;
+            if on.repeated_values() != w.repeated_values {
+                anyhow::bail!(
+                    "{}: saved {} --repeated-values; restart the watch the same way (what was collected depends on it)",
+                    w.checkpoint.as_ref().unwrap().display(),
+                    if on.repeated_values() { "with" } else { "without" }
+                );
+            }
             let f = crate::stream::StreamFollower::resume(&a.path, saved.follower)?;
             txns = saved.txns;
             session_ids = saved.session_ids;
@@ -202,7 +215,11 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 wait_for(&a.path, w)?;
                 Feed::Files(Follower::new(&a.path, fmt)?)
             };
-            (follower, Online::new(opts))
+            let mut on = Online::new(opts);
+            if w.repeated_values {
+                on.allow_repeated_values();
+            }
+            (follower, on)
         }
     };
     on.min_sessions = w.sessions;
