@@ -14,9 +14,10 @@
 //! would otherwise have to refute choice by choice (a bank whose balances return to earlier
 //! amounts is one). It never decides an ACCEPT. Switch: `Options::count_versions`.
 //!
-//! It needs every version of the key in the history checked: an online round, which holds
-//! only recent transactions, never comes here, since online checking refuses repeated values
-//! on arrival and its rounds set no initial value.
+//! An online round holds only part of the history, and the count stays sound there: a read
+//! the round checks has every write it may have read in the round (collection keeps them, or
+//! leaves the read out of later rounds once its one possible writer is deleted), and a read
+//! left out does not count, its transaction's first access of the key then being its write.
 
 use crate::findings::Finding;
 use krait_history::{History, OpKind, TxnId, TxnStatus};
