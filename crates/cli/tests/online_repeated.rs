@@ -29,7 +29,14 @@ fn watch(p: &Path, extra: &[&str]) -> Output {
     krait()
         .arg("watch")
         .arg(p)
-        .args(["--format", "jsonl", "--idle-exit", "1s", "--interval", "20ms"])
+        .args([
+            "--format",
+            "jsonl",
+            "--idle-exit",
+            "1s",
+            "--interval",
+            "20ms",
+        ])
         .args(extra)
         .output()
         .unwrap()
@@ -80,7 +87,10 @@ fn generated_histories_with_repeated_values_online() {
         assert_eq!(watched.status.code(), Some(want), "{}", text(&watched));
         if want == 0 {
             let t = text(&rounds);
-            assert!(t.contains("ACCEPT (serializable): 3000 transactions"), "{t}");
+            assert!(
+                t.contains("ACCEPT (serializable): 3000 transactions"),
+                "{t}"
+            );
             assert!(collected(&t) > 2000, "{t}");
             assert!(text(&watched).contains("ACCEPT"), "{}", text(&watched));
         } else {

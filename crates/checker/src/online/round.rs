@@ -249,12 +249,22 @@ impl Online {
                 let l = self.slab[id as usize].as_ref().unwrap();
                 if l.fence && l.epoch != NONE && l.t.status == TxnStatus::Committed {
                     last_fence = last_fence.max(l.epoch);
-                } else if self.young(l.epoch, agree) {
+                } else if self.young(l.epoch, agree) && self.has_withheld_reads(l) {
                     out = out.min(last_fence);
                 }
             }
         }
         out
+    }
+
+    /// Whether a young transaction has reads a round leaves out (an aborted one's mean
+    /// nothing; fence reads are always checked).
+    fn has_withheld_reads(&self, l: &super::Live) -> bool {
+        l.t.status != TxnStatus::Aborted
+            && l.t
+                .ops
+                .iter()
+                .any(|o| o.0 != OpKind::Write && Some(o.1) != self.fence_key)
     }
 
     /// The carried facts in the round history's transaction ids.
