@@ -173,3 +173,53 @@ fn a_restarted_watch_resumes_after_its_last_reported_round() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Values that repeat (20 per key), published by four hosts: `watch --repeated-values` gives
+/// the one-shot verdict, correct or with stale reads, and collects as it goes; without the
+/// flag the first repeated value is an error that names it.
+#[test]
+fn repeated_values_over_a_stream() {
+    let Some(stream) = Stream::from_env("repeated") else {
+        return;
+    };
+    let dir = tmp("repeated");
+    for (stale, want) in [("0", 0), ("0.002", 1)] {
+        let h = dir.join(format!("h-{stale}.jsonl"));
+        generated(
+            &h,
+            "8000",
+            &[
+                "--value-range",
+                "20",
+                "--keys",
+                "200",
+                "--stale-reads",
+                stale,
+            ],
+        );
+        let (code, _) = check(h.to_str().unwrap());
+        assert_eq!(code, want);
+        stream.delete();
+        published(&h, &stream.url, &["--publishers", "4"]);
+        let (code, lines, err) = watched(watch(&stream.url, "8", &["--idle-exit", "2s"]));
+        assert_eq!(code, Some(2), "{lines:?} {err}");
+        assert!(err.contains("--repeated-values"), "{err}");
+        let w = watch(
+            &stream.url,
+            "8",
+            &["--idle-exit", "2s", "--repeated-values"],
+        );
+        let (code, lines, err) = watched(w);
+        assert_eq!(code, Some(want), "{lines:?} {err}");
+        let deleted = lines
+            .iter()
+            .filter_map(|l| l["deleted_total"].as_u64())
+            .max()
+            .unwrap_or(0);
+        if want == 0 {
+            assert!(deleted > 4000, "{deleted} collected: {lines:?}");
+        }
+    }
+    stream.delete();
+    let _ = std::fs::remove_dir_all(&dir);
+}
