@@ -204,13 +204,29 @@ fn repeated_values_over_a_stream() {
         let (code, lines, err) = watched(watch(&stream.url, "8", &["--idle-exit", "2s"]));
         assert_eq!(code, Some(2), "{lines:?} {err}");
         assert!(err.contains("--repeated-values"), "{err}");
+        let ckpt = dir.join(format!("w-{stale}.ckpt"));
         let w = watch(
             &stream.url,
             "8",
-            &["--idle-exit", "2s", "--repeated-values"],
+            &[
+                "--idle-exit",
+                "2s",
+                "--repeated-values",
+                "--checkpoint",
+                ckpt.to_str().unwrap(),
+            ],
         );
         let (code, lines, err) = watched(w);
         assert_eq!(code, Some(want), "{lines:?} {err}");
+        if ckpt.exists() {
+            // What was collected depends on the flag: a restart without it is refused.
+            let w = watch(&stream.url, "8", &["--checkpoint", ckpt.to_str().unwrap()]);
+            let (code, _, err) = watched(w);
+            assert_eq!(code, Some(2), "{err}");
+            assert!(err.contains("saved with --repeated-values"), "{err}");
+        } else {
+            assert_eq!(want, 1, "a correct watch saved no checkpoint");
+        }
         let deleted = lines
             .iter()
             .filter_map(|l| l["deleted_total"].as_u64())
