@@ -82,12 +82,6 @@ impl Online {
                 superseded[x] && (size[c] == 1 || all_sup[c])
             })
             .collect();
-        if let Some((_, _, round_agree)) = rep {
-            let pin = self.pinned(fin, txn_slab, round_agree, &deleted);
-            for (d, p) in deleted.iter_mut().zip(pin) {
-                *d &= !p;
-            }
-        }
         let b = &fin.b;
         // A transaction goes whole: under snapshot isolation, snapshot and commit both.
         if b.split {
@@ -96,6 +90,14 @@ impl Online {
                 let both = deleted[x as usize] && deleted[s];
                 deleted[x as usize] = both;
                 deleted[s] = both;
+            }
+        }
+        // After the rule above: whether a reader goes is its whole transaction's fate (a
+        // snapshot node alone may look deletable while its commit stays).
+        if let Some((_, _, round_agree)) = rep {
+            let pin = self.pinned(fin, txn_slab, round_agree, &deleted);
+            for (d, p) in deleted.iter_mut().zip(pin) {
+                *d &= !p;
             }
         }
         let alone = |x: Node| {
