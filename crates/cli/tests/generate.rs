@@ -1,6 +1,9 @@
 //! `krait generate` makes histories of any shape: operations per transaction and the share of
 //! read-only transactions, for read-heavy histories like real OLTP ones.
 
+mod common;
+
+use common::number_before;
 use std::process::Command;
 
 fn krait() -> Command {
@@ -9,19 +12,10 @@ fn krait() -> Command {
 
 /// (reads, writes) from `krait stats`' line.
 fn counts(stats: &str) -> (u64, u64) {
-    let num = |word: &str| -> u64 {
-        let at = stats
-            .find(word)
-            .unwrap_or_else(|| panic!("no {word} in {stats}"));
-        let before = stats[..at].trim_end();
-        let digits: String = before
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.chars().rev().collect::<String>().parse().unwrap()
-    };
-    (num(" reads"), num(" writes"))
+    (
+        number_before(stats, " reads"),
+        number_before(stats, " writes"),
+    )
 }
 
 #[test]

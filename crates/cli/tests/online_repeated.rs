@@ -2,6 +2,9 @@
 //! rows are deleted: the same verdict as checking the whole history at once, with garbage
 //! collection still bounding what is held.
 
+mod common;
+
+use common::number_before;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -44,17 +47,7 @@ fn watch(p: &Path, extra: &[&str]) -> Output {
 
 /// How many transactions the run's last line says were garbage-collected.
 fn collected(out: &str) -> u64 {
-    let line = out
-        .lines()
-        .find(|l| l.contains("garbage-collected"))
-        .unwrap_or_else(|| panic!("no collection count in {out}"));
-    let before = line[..line.find(" garbage-collected").unwrap()].trim_end();
-    let digits: String = before
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    digits.chars().rev().collect::<String>().parse().unwrap()
+    number_before(out, " garbage-collected")
 }
 
 /// A fenced history whose values repeat (20 per key), correct and with stale reads: rounds

@@ -21,15 +21,25 @@
 use super::{Online, Writer, NONE};
 use crate::graph::{Node, INIT};
 use crate::pipeline::Final;
-use krait_history::{FxHashMap, History, OpKind, FROM_AMBIGUOUS};
+use krait_history::{FxHashMap, FxHashSet, History, KeyId, OpKind, FROM_AMBIGUOUS};
 
 impl Online {
+    /// What the young transactions of a round read (their reads are not checked yet).
+    pub(super) fn young_reads(&self, txn_slab: &[u32], agree: u32) -> FxHashSet<(KeyId, u64)> {
+        txn_slab
+            .iter()
+            .map(|&id| self.slab[id as usize].as_ref().unwrap())
+            .filter(|l| self.young(l.epoch, agree))
+            .flat_map(|l| l.t.needs())
+            .collect()
+    }
+
     /// Per node of the round's graph: kept whatever else collection finds (see the module).
     pub(super) fn pinned(
         &self,
         fin: &Final,
         txn_slab: &[u32],
-        agree: u32,
+        young_reads: &FxHashSet<(KeyId, u64)>,
         deleted: &[bool],
     ) -> Vec<bool> {
         let b = &fin.b;
@@ -49,20 +59,10 @@ impl Online {
                 }
             }
         };
-        for &id in txn_slab {
-            let l = self.slab[id as usize].as_ref().unwrap();
-            if !self.young(l.epoch, agree) {
-                continue;
-            }
-            for (i, &(kind, k, v)) in l.t.ops.iter().enumerate() {
-                if kind != OpKind::Read || l.ghost.binary_search(&(i as u32)).is_ok() {
-                    continue;
-                }
-                for w in self.writes.all(&(k, v)) {
-                    if let Some(&x) = match w {
-                        Writer::Live(wid) => node_of_slab.get(&wid),
-                        Writer::Queued(_) => None,
-                    } {
+        for kv in young_reads {
+            for w in self.writes.all(kv) {
+                if let Writer::Live(wid) = w {
+                    if let Some(&x) = node_of_slab.get(&wid) {
                         mark(&mut pin, x);
                     }
                 }

@@ -94,8 +94,12 @@ impl Online {
         }
         // After the rule above: whether a reader goes is its whole transaction's fate (a
         // snapshot node alone may look deletable while its commit stays).
-        if let Some((_, _, round_agree)) = rep {
-            let pin = self.pinned(fin, txn_slab, round_agree, &deleted);
+        // With repeated values, reads of young transactions are not checked yet: what they
+        // read must stay, aborted or not, and they are no ghosts.
+        let young =
+            rep.map(|(_, _, round_agree)| (self.young_reads(txn_slab, round_agree), round_agree));
+        if let Some((young_reads, _)) = &young {
+            let pin = self.pinned(fin, txn_slab, young_reads, &deleted);
             for (d, p) in deleted.iter_mut().zip(pin) {
                 *d &= !p;
             }
@@ -113,7 +117,6 @@ impl Online {
             Some((h, op_src, _)) => self.resolved_ghosts(fin, txn_slab, h, op_src, &deleted),
             None => Vec::new(),
         };
-        let young_agree = rep.map(|r| r.2);
         self.delete(
             &s,
             &superseded,
@@ -121,7 +124,7 @@ impl Online {
             &folds,
             agree,
             &ghosts,
-            young_agree,
+            young.as_ref(),
         )
     }
 
@@ -345,20 +348,9 @@ impl Online {
         folds: &[(KeyId, u64, u64)],
         agree: u32,
         ghosts: &[(u32, u32)],
-        young_agree: Option<u32>,
+        young: Option<&(FxHashSet<(KeyId, u64)>, u32)>,
     ) -> usize {
-        // With repeated values, reads of young transactions are not checked yet: what they
-        // read must stay, aborted or not, and they are no ghosts.
-        let young_reads: FxHashSet<(KeyId, u64)> = match young_agree {
-            Some(a) => s
-                .txn_slab
-                .iter()
-                .map(|&id| self.live_ref(id))
-                .filter(|l| self.young(l.epoch, a))
-                .flat_map(|l| l.t.needs())
-                .collect(),
-            None => FxHashSet::default(),
-        };
+        let young_read = |kv: &(KeyId, u64)| young.is_some_and(|(reads, _)| reads.contains(kv));
         let b = &s.fin.b;
         self.last_superseded.clear();
         self.last_deleted.clear();
@@ -384,7 +376,7 @@ impl Online {
             let l = self.live_ref(id);
             let old = l.epoch != NONE
                 && l.epoch <= agree - 2
-                && !l.t.ops.iter().any(|o| young_reads.contains(&(o.1, o.2)));
+                && !l.t.ops.iter().any(|o| young_read(&(o.1, o.2)));
             if b.txn_node[t] == NONE && l.t.status == TxnStatus::Aborted && old {
                 gone.push(id);
             }
@@ -431,7 +423,7 @@ impl Online {
             }
         }
         if !gone.is_empty() {
-            self.forget_deleted(young_agree);
+            self.forget_deleted(young.map(|y| y.1));
         }
         gone.len()
     }

@@ -177,7 +177,7 @@ impl Online {
                     if self.repeated {
                         op_src.push(i as u32);
                     }
-                    let has_list = l.t.lists.iter().any(|x| x.0 as usize == i);
+                    let list = l.t.lists.iter().find(|x| x.0 as usize == i);
                     if self.indexed_write(kind, v) {
                         // Repeated values were refused on arrival unless allowed.
                         let _ = b.op(kind, k, v);
@@ -186,13 +186,15 @@ impl Online {
                         && self.is_init_value(k, v)
                     {
                         b.op_unindexed(OpKind::ReadInit, k, 0);
-                    } else if let (OpKind::ReadInit, Some(v0), false) = (kind, initial, has_list) {
+                    } else if let (OpKind::ReadInit, Some(v0), false) =
+                        (kind, initial, list.is_some())
+                    {
                         // The initial state and every delete hold the same value.
                         b.op_unindexed(OpKind::Read, k, v0);
                     } else {
                         b.op_unindexed(kind, k, v);
                     }
-                    if let Some((_, list)) = l.t.lists.iter().find(|x| x.0 as usize == i) {
+                    if let Some((_, list)) = list {
                         b.list(list);
                     }
                     if let Ok(j) = l.t.app.binary_search_by_key(&(i as u32), |x| x.0) {

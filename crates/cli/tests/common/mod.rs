@@ -1,7 +1,22 @@
-//! Shared by the CLI's database tests: a PostgreSQL database of the test's own.
+//! Shared by the CLI's tests: a PostgreSQL database of the test's own, NATS streams, reading
+//! numbers out of the printed lines.
 #![allow(dead_code)]
 
 pub mod nats;
+
+/// The number written just before the first `word` in `text` ("1200 reads" → 1200).
+pub fn number_before(text: &str, word: &str) -> u64 {
+    let at = text
+        .find(word)
+        .unwrap_or_else(|| panic!("no {word:?} in {text}"));
+    let before = text[..at].trim_end();
+    let digits: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.chars().rev().collect::<String>().parse().unwrap()
+}
 
 /// A database of its own on the server KRAIT_PG_URL names, dropped at the end.
 pub struct TempPg {
