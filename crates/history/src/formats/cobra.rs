@@ -7,13 +7,10 @@
 //! tailed while it grows. They differ only in what they do at the end of the bytes: the batch
 //! reader drops an unfinished last transaction with a warning, the follower waits for more.
 
-use super::{regular_file, Format, Loaded};
-use crate::error::{InputError, Location, Warning};
+use super::{cobra_part, regular_file, Format, Loaded};
+use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
-use crate::model::{
-    HistoryBuilder, KeyId, OpKind, TxnStatus, DELETE_WRITE_ID, FENCE_KEY_HASH, INIT_WRITE_ID,
-    NO_TIME, NULL_WRITE_ID,
-};
+use crate::model::{HistoryBuilder, OpKind, FENCE_KEY_HASH, INIT_WRITE_ID, NO_TIME, NULL_WRITE_ID};
 use std::path::{Path, PathBuf};
 
 /// How to read a Cobra log directory.
@@ -268,7 +265,8 @@ impl<'a> Decoder<'a> {
     }
 }
 
-/// Reads a Cobra log directory, one session per `T<n>.log`.
+/// Reads a Cobra log directory, one session per `T<n>.log`, the logs decoded on every core
+/// (`cobra_part`).
 pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
     let files = session_files(dir)?;
     if files.is_empty() {
@@ -286,21 +284,14 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
         .map(|m| m.len())
         .sum();
     b.reserve_ops((bytes_on_disk / 25) as usize);
-    let mut keys: FxHashMap<u64, KeyId> = FxHashMap::default();
     let mut warnings = Vec::new();
-    // One buffer for every file: a fresh one per file is memory the kernel maps in again.
-    let mut bytes = Vec::new();
-    for (_, path) in &files {
-        use std::io::Read;
-        bytes.clear();
-        std::fs::File::open(path)
-            .and_then(|mut file| file.read_to_end(&mut bytes))
-            .map_err(|e| InputError::io(path, e))?;
-        let ts = opts.timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
-        b.begin_session(session_name(path));
-        read_session(&bytes, path, ts, &mut b, &mut keys, &mut warnings)?;
-        b.end_session();
-    }
+    cobra_part::read_all(
+        &mut b,
+        &files,
+        bytes_on_disk,
+        opts.timestamps,
+        &mut warnings,
+    )?;
     if let Some((later, _)) = b.index_deferred_writes() {
         let mut logs = files.iter().map(|(_, p)| {
             let bytes = std::fs::read(p).map_err(|e| InputError::io(p, e))?;
@@ -320,15 +311,8 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
 pub fn read_log(bytes: &[u8], path: &Path, timestamps: bool) -> Result<Loaded, InputError> {
     let mut b = HistoryBuilder::new().with_cobra_claims();
     let mut warnings = Vec::new();
-    b.begin_session(session_name(path));
-    read_session(
-        bytes,
-        path,
-        timestamps,
-        &mut b,
-        &mut FxHashMap::default(),
-        &mut warnings,
-    )?;
+    let mut keys = FxHashMap::default();
+    cobra_part::read_direct(&mut b, bytes, path, timestamps, &mut keys, &mut warnings)?;
     if let Some((later, _)) = b.index_deferred_writes() {
         let mut logs = std::iter::once(Ok((path.to_path_buf(), bytes.to_vec())));
         return Err(repeated_write_id(&mut logs, later, Some(timestamps)));
@@ -381,83 +365,4 @@ fn repeated_write_id(
         Location::Nowhere,
         format!("a write id is used by more than one write (operation {later})"),
     )
-}
-
-/// Adds one session's transactions to `b`; `keys` maps key hashes to ids across sessions. An
-/// unfinished last transaction is dropped with a warning (only committed ones are logged).
-fn read_session(
-    bytes: &[u8],
-    path: &Path,
-    ts: bool,
-    b: &mut HistoryBuilder,
-    keys: &mut FxHashMap<u64, KeyId>,
-    warnings: &mut Vec<Warning>,
-) -> Result<(), InputError> {
-    let err = |at: u64, msg: String| InputError::new(path, Location::Offset(at), msg);
-    let mut d = Decoder::new(bytes, path, 0, ts);
-    while let Some(rec) = d.next_record()? {
-        match rec {
-            Record::Start => {}
-            Record::Op(op) => {
-                let k = *keys.entry(op.key_hash).or_insert_with(|| {
-                    let (name, fence) = key_name(op.key_hash);
-                    let k = b.new_key_unindexed(name);
-                    if fence {
-                        b.set_fence_key(k);
-                    }
-                    k
-                });
-                if op.kind != OpKind::Write {
-                    b.op_unindexed(op.kind, k, op.wid);
-                } else if op.wid == DELETE_WRITE_ID {
-                    // Deletes share one id: they take no part in read resolution.
-                    b.op_unindexed(OpKind::Write, k, op.wid);
-                } else {
-                    // A write id names one write (reads name their writer by it): checked when
-                    // every write is in (`repeated_write_id`).
-                    b.write_deferred(k, op.wid);
-                }
-                b.cobra_claim(op.value_hash, op.writer);
-            }
-            Record::Commit {
-                at,
-                txn,
-                start,
-                commit,
-            } => {
-                if b.finish_txn(txn, TxnStatus::Committed, start, commit)
-                    .is_err()
-                {
-                    return Err(err(at, format!("transaction id {txn} is used twice")));
-                }
-            }
-        }
-    }
-    let (at, message) = match (d.cut(), d.open()) {
-        (None, None) => return Ok(()),
-        (Some((at, op)), None) => (
-            at,
-            format!("truncated record '{}' at end of file: ignored", op as char),
-        ),
-        (Some((at, op)), Some((t, _))) => (
-            at,
-            format!(
-                "truncated record '{}' in transaction {t}: transaction dropped",
-                op as char
-            ),
-        ),
-        (None, Some((t, at))) => (
-            at,
-            format!("transaction {t} has no commit (the file ends): transaction dropped"),
-        ),
-    };
-    if d.open().is_some() {
-        b.discard_open_ops();
-    }
-    warnings.push(Warning {
-        path: path.to_path_buf(),
-        location: Location::Offset(at),
-        message,
-    });
-    Ok(())
 }

@@ -6,6 +6,9 @@
 //! Readers turn bytes into the model (`crate::model`); the model knows nothing of them.
 
 pub(crate) mod cobra;
+mod cobra_part;
+#[cfg(test)]
+mod cobra_tests;
 pub(crate) mod cobra_write;
 pub(crate) mod dbcop_bincode;
 pub(crate) mod dbcop_json;

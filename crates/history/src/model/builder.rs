@@ -104,6 +104,11 @@ impl HistoryBuilder {
         self.deferred.push(self.h.op_kind.len() as OpId);
         self.push_op(OpKind::Write, key, value);
     }
+    /// Marks op `o` (filled in by the reader itself) as a write for
+    /// [`Self::index_deferred_writes`], as [`Self::write_deferred`] does; ops come in op order.
+    pub(crate) fn defer_write(&mut self, o: OpId) {
+        self.deferred.push(o);
+    }
     /// Indexes the writes [`Self::write_deferred`] added, as [`Self::op`] would have one by one
     /// in op order. Returns the first of them (by op) whose (key, value) an earlier write has,
     /// with that earlier write.
@@ -274,6 +279,19 @@ impl HistoryBuilder {
         start: u64,
         commit: u64,
     ) -> Result<TxnId, TxnId> {
+        let end = self.h.op_kind.len() as OpId;
+        self.finish_txn_at(ext, status, start, commit, end)
+    }
+    /// [`Self::finish_txn`] for a reader that fills the op arrays itself, later and in bulk
+    /// (Cobra's logs, decoded on every core): the transaction's operations end at op `end`.
+    pub(crate) fn finish_txn_at(
+        &mut self,
+        ext: u64,
+        status: TxnStatus,
+        start: u64,
+        commit: u64,
+        end: OpId,
+    ) -> Result<TxnId, TxnId> {
         let t = self.h.txn_ext.len() as TxnId;
         if let Some(&prev) = self.h.txn_index.get(&ext) {
             return Err(prev);
@@ -283,7 +301,7 @@ impl HistoryBuilder {
         self.h.txn_status.push(status);
         self.h.txn_start.push(start);
         self.h.txn_commit.push(commit);
-        self.h.txn_ops.push(self.h.op_kind.len() as OpId);
+        self.h.txn_ops.push(end);
         Ok(t)
     }
     /// Operations added so far.
