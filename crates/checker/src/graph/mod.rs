@@ -93,18 +93,29 @@ pub struct Csr {
 
 impl Csr {
     pub fn build(n: usize, edges: &[(Node, Node)], reverse: bool) -> Csr {
+        Csr::build_from(n, || {
+            edges
+                .iter()
+                .map(move |&(u, v)| if reverse { (v, u) } else { (u, v) })
+        })
+    }
+    /// [`Csr::build`] from edges made twice on demand (once to count, once to place), so a
+    /// graph spread over several lists needs no copy of them all in one: on a million
+    /// transactions that copy, with its labels, was most of a weak level's peak memory.
+    /// Each target carries its edge's index in the order `edges` gives them.
+    pub fn build_from<I: Iterator<Item = (Node, Node)>>(n: usize, edges: impl Fn() -> I) -> Csr {
         let mut start = vec![0u32; n + 1];
-        for &(u, v) in edges {
-            let s = if reverse { v } else { u };
+        let mut m = 0usize;
+        for (s, _) in edges() {
             start[s as usize + 1] += 1;
+            m += 1;
         }
         for i in 0..n {
             start[i + 1] += start[i];
         }
         let mut fill = start.clone();
-        let mut targets = vec![(0, 0); edges.len()];
-        for (i, &(u, v)) in edges.iter().enumerate() {
-            let (s, t) = if reverse { (v, u) } else { (u, v) };
+        let mut targets = vec![(0, 0); m];
+        for (i, (s, t)) in edges().enumerate() {
             targets[fill[s as usize] as usize] = (t, i as u32);
             fill[s as usize] += 1;
         }

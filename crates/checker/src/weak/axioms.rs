@@ -110,7 +110,18 @@ fn over_readers(
             out
         })
         .collect();
-    found.concat()
+    joined(found)
+}
+
+/// The lists one after another, grown in place from the first (a large block grows without
+/// a copy) and each other freed once copied: `concat` would hold every list twice at once.
+fn joined<T>(lists: Vec<Vec<T>>) -> Vec<T> {
+    let mut lists = lists.into_iter();
+    let mut out = lists.next().unwrap_or_default();
+    for l in lists {
+        out.extend(l);
+    }
+    out
 }
 
 /// Read committed: a writer of x that t2 read *earlier* precedes the writer of x it reads now.
@@ -199,8 +210,7 @@ pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
 pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     let n = f.num_nodes();
     let c = f.num_chains as usize;
-    let known: Vec<(Node, Node)> = f.known.iter().map(|&(u, v, _)| (u, v)).collect();
-    let csr = Csr::build(n, &known, false);
+    let csr = Csr::build_from(n, || f.known.iter().map(|&(u, v, _)| (u, v)));
     let order = graph::topo_order(n, &csr).ok()?;
     // vc[x * c + ch]: 1 + the last position on chain ch in x's causal past (0: none).
     let mut vc = vec![0u32; n * c];
@@ -223,6 +233,7 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             }
         }
     }
+    drop((csr, order));
     // Writers per key, by chain and position; per key its chain groups (chain, start, end).
     let mut wl: Vec<(u32, u32, u32, Node)> = Vec::new();
     for w in 1..n as Node {
@@ -320,6 +331,5 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             out
         })
         .collect();
-    let out = found.concat();
-    Some(dedup(out))
+    Some(dedup(joined(found)))
 }
