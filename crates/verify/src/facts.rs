@@ -64,7 +64,7 @@ impl<'a> Facts<'a> {
 
     /// The write of value `v` to key `k`, if any.
     pub fn write_of(&self, k: u32, v: u64) -> Option<usize> {
-        self.h.write_index.get(&(k, v)).map(|&o| o as usize)
+        self.h.first_write(k, v).map(|o| o as usize)
     }
 
     pub fn seen(&self, o: usize) -> Seen {

@@ -201,7 +201,7 @@ fn verify_weak(f: &Facts, report: &Value, level: weak::Weak) -> Result<String, P
 fn repeated_values(h: &History) -> bool {
     h.has_duplicates()
         || h.init_value
-            .is_some_and(|v| h.write_index.keys().any(|&(_, x)| x == v))
+            .is_some_and(|v| h.write_index.ops().any(|o| h.op_value[o as usize] == v))
 }
 
 /// A version-order statement: on key `k`, version `a` comes before transaction `b`'s.

@@ -33,7 +33,7 @@ pub(crate) fn lists(
             if !seen.insert(v) {
                 return Err(Finding::DuplicateElement { op, value: v });
             }
-            let Some(&w) = h.write_index.get(&(k, v)) else {
+            let Some(w) = h.first_write(k, v) else {
                 return Err(Finding::ElementOfNobody { op, value: v });
             };
             let t = r.op_txn[w as usize];

@@ -36,8 +36,8 @@ fn included(h: &History, r: &Resolution, committed_unknown: &[TxnId]) -> (Vec<bo
                     let k = h.op_key[o];
                     writers.extend(
                         list.iter()
-                            .filter_map(|v| h.write_index.get(&(k, *v)))
-                            .map(|&w| r.op_txn[w as usize]),
+                            .filter_map(|&v| h.first_write(k, v))
+                            .map(|w| r.op_txn[w as usize]),
                     );
                 }
                 for &w in &writers {

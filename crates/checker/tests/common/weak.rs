@@ -64,7 +64,7 @@ fn reads(h: &History, inc: &[bool]) -> Option<Vec<Read>> {
                         out.push((t, k, None, i));
                         continue;
                     }
-                    let &w = h.write_index.get(&(k, h.op_value[o]))?;
+                    let w = h.first_write(k, h.op_value[o])?;
                     let wt = (0..h.num_txns())
                         .find(|&u| h.ops(u as TxnId).contains(&(w as usize)))
                         .unwrap();

@@ -97,8 +97,8 @@ pub fn rows_accounted_for(db: &TempDb, h: &krait_history::History, tag: &str) ->
     let mut checked = 0;
     for (k, id) in rows(db) {
         let key = h.keys.iter().position(|x| *x == k);
-        let op = key.and_then(|key| h.write_index.get(&(key as u32, id)));
-        let Some(&op) = op else {
+        let op = key.and_then(|key| h.first_write(key as u32, id));
+        let Some(op) = op else {
             panic!("{tag}: the database holds {k} = write {id}, which the history lacks");
         };
         let t = op_txn[op as usize];

@@ -103,7 +103,7 @@ fn outcome(dir: &Path, files: &[(u64, PathBuf)], bytes: u64, ts: Option<bool>) -
         return format!("repeated write id: op {later} after {earlier}");
     }
     let h: History = b.finish();
-    let mut index: Vec<_> = h.write_index.iter().collect();
+    let mut index: Vec<_> = h.write_index.ops().collect();
     index.sort();
     let mut dups: Vec<_> = h.dup_writes.iter().collect();
     dups.sort();

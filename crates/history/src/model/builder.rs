@@ -2,6 +2,7 @@
 //! by (key, value), with values written more than once kept apart) and the check that does not
 //! depend on the format (a transaction id used twice) are made once, as the arrays are filled.
 
+use super::write_index::{self, Ops};
 use super::{CobraClaims, History, KeyId, OpId, OpKind, TxnId, TxnStatus};
 use crate::fxhash::FxHashMap;
 
@@ -85,16 +86,16 @@ impl HistoryBuilder {
     /// Enters write `id` of (key, value) in the index; a value written before keeps its first
     /// write there and lists this one among the later ones, which is returned.
     fn index_write(&mut self, key: KeyId, value: u64, id: OpId) -> Option<OpId> {
-        match self.h.write_index.entry((key, value)) {
-            std::collections::hash_map::Entry::Occupied(e) => {
-                self.h.dup_writes.entry((key, value)).or_default().push(id);
-                Some(*e.get())
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(id);
-                None
-            }
+        let h = &mut self.h;
+        let ops = Ops {
+            key: &h.op_key,
+            value: &h.op_value,
+        };
+        let earlier = h.write_index.insert(ops, key, value, id);
+        if earlier.is_some() {
+            h.dup_writes.entry((key, value)).or_default().push(id);
         }
+        earlier
     }
     /// Adds a write whose entry in the (key, value) index is made later, with every other such
     /// write at once ([`Self::index_deferred_writes`]): a format whose reads name their writer
@@ -120,7 +121,6 @@ impl HistoryBuilder {
     /// is the earlier one and the order of the later ones are the same as one by one.
     pub fn index_deferred_writes(&mut self) -> Option<(OpId, OpId)> {
         use rayon::prelude::*;
-        use std::hash::BuildHasher;
         let deferred = std::mem::take(&mut self.deferred);
         if deferred.is_empty() {
             return None;
@@ -137,26 +137,31 @@ impl HistoryBuilder {
             return first_dup;
         }
         let h = &self.h;
-        let hasher = h.write_index.hasher().clone();
         // The whole entry travels with the sort: looked up by op instead, in hash order, every
         // insert would miss the cache on the op arrays.
         let mut entries: Vec<(u64, u64, KeyId, OpId)> = deferred
             .par_iter()
             .map(|&o| {
                 let (k, v) = (h.op_key[o as usize], h.op_value[o as usize]);
-                (hasher.hash_one((k, v)), v, k, o)
+                (write_index::hash(k, v), v, k, o)
             })
             .collect();
         drop(deferred);
-        self.h.write_index.reserve(entries.len());
+        let h = &mut self.h;
+        let ops = Ops {
+            key: &h.op_key,
+            value: &h.op_value,
+        };
+        h.write_index.reserve(ops, entries.len());
         // hashbrown's bucket count for this capacity (a power of two, 7/8 of it usable); a
         // wrong guess costs locality, never correctness.
-        let buckets = (self.h.write_index.capacity() / 7 * 8).next_power_of_two() as u64;
+        let buckets = (h.write_index.capacity() / 7 * 8).next_power_of_two() as u64;
         let mask = buckets - 1;
         entries.par_sort_unstable_by_key(|e| (e.0 & mask, e.3));
         let mut first_dup: Option<(OpId, OpId)> = None;
-        for &(_, v, k, o) in &entries {
-            if let Some(earlier) = self.index_write(k, v, o) {
+        for &(hash, v, k, o) in &entries {
+            if let Some(earlier) = h.write_index.insert_hashed(ops, hash, k, v, o) {
+                h.dup_writes.entry((k, v)).or_default().push(o);
                 if first_dup.is_none_or(|(later, _)| o < later) {
                     first_dup = Some((o, earlier));
                 }
@@ -257,9 +262,12 @@ impl HistoryBuilder {
                         self.h.dup_writes.remove(&k);
                     }
                 }
-                if self.h.write_index.get(&k) == Some(&(i as OpId)) {
-                    self.h.write_index.remove(&k);
-                }
+                let h = &mut self.h;
+                let ops = Ops {
+                    key: &h.op_key,
+                    value: &h.op_value,
+                };
+                h.write_index.remove_if(ops, k.0, k.1, i as OpId);
             }
         }
         self.h.op_kind.truncate(keep);

@@ -9,6 +9,7 @@ pub(crate) mod resolve;
 mod simple;
 mod stream;
 mod summary;
+mod write_index;
 
 pub use builder::HistoryBuilder;
 pub(crate) use resolve::writer_txns;
@@ -18,6 +19,7 @@ pub use resolve::{
 pub use simple::{build_history, BuildError, SimpleTxn};
 pub use stream::{Keys, TxnRecord};
 pub use summary::{summarize, Summary};
+pub use write_index::WriteIndex;
 
 use crate::fxhash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -132,7 +134,7 @@ pub struct History {
 
     /// (key, value) of every write → its (first) operation; built while loading and reused to
     /// resolve reads.
-    pub write_index: FxHashMap<(KeyId, u64), OpId>,
+    pub write_index: WriteIndex,
     /// (key, value) written more than once → the later writes, in op order (the first is in
     /// `write_index`). Empty for a history whose written values are unique per key, so such a
     /// history pays nothing for the general case.
@@ -278,9 +280,20 @@ impl History {
     pub fn has_duplicates(&self) -> bool {
         !self.dup_writes.is_empty()
     }
+    /// The first write of `value` to `key`.
+    #[inline]
+    pub fn first_write(&self, key: KeyId, value: u64) -> Option<OpId> {
+        self.write_index.get(self.ops_view(), key, value)
+    }
+    fn ops_view(&self) -> write_index::Ops<'_> {
+        write_index::Ops {
+            key: &self.op_key,
+            value: &self.op_value,
+        }
+    }
     /// Every write of `value` to `key`, in op order.
     pub fn writes_of(&self, key: KeyId, value: u64) -> impl Iterator<Item = OpId> + '_ {
-        let first = self.write_index.get(&(key, value)).copied();
+        let first = self.first_write(key, value);
         let more = first
             .and_then(|_| self.dup_writes.get(&(key, value)))
             .map_or(&[][..], |v| &v[..]);
@@ -343,7 +356,7 @@ impl History {
             b += (c.value_hash.len() + c.read_writer.len()) * 8;
         }
         // hashbrown: one control byte plus the entry per bucket, at most 7/8 full.
-        b += self.write_index.capacity() * (16 + 4 + 1);
+        b += self.write_index.capacity() * (4 + 1);
         b += self.txn_index.capacity() * (8 + 4 + 1);
         b += self
             .dup_writes

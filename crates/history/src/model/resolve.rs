@@ -94,9 +94,9 @@ pub fn resolve(h: &History) -> Resolution {
             match h.op_kind[o] {
                 OpKind::Write => o as OpId,
                 OpKind::ReadInit => FROM_INIT,
-                OpKind::Read => match h.write_index.get(&(k, v)) {
+                OpKind::Read => match h.first_write(k, v) {
                     // The common case, and the only one of a history with unique values.
-                    Some(&w) if h.init_value != Some(v) && !h.dup_writes.contains_key(&(k, v)) => w,
+                    Some(w) if h.init_value != Some(v) && !h.dup_writes.contains_key(&(k, v)) => w,
                     Some(_) => FROM_AMBIGUOUS,
                     None if h.init_value == Some(v) => FROM_INIT,
                     None => FROM_NOBODY,
