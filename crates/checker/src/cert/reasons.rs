@@ -121,8 +121,8 @@ impl Certificate {
         let t = r.op_txn[o as usize];
         let k = key_name(h, h.op_key[o as usize]);
         let summary = match &h.cobra {
-            Some(c) if c.read_writer[o as usize] != 0 => {
-                let claimed = c.read_writer[o as usize];
+            Some(c) if c.get(h, o as usize).1 != 0 => {
+                let claimed = c.get(h, o as usize).1;
                 if h.txn_index.contains_key(&claimed) {
                     format!(
                         "{} read {k} from write {:#x} of T{claimed}, but T{claimed} made no such write",

@@ -106,10 +106,7 @@ fn replay_inner(
                 .collect()
         };
         let claims = match &h.cobra {
-            Some(c) => h
-                .ops(t)
-                .map(|o| (c.value_hash[o], c.read_writer[o]))
-                .collect(),
+            Some(c) => h.ops(t).map(|o| c.get(h, o)).collect(),
             None => Vec::new(),
         };
         on.push(TxnRecord {

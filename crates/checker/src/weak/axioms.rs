@@ -261,6 +261,8 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
         }
     }
     key_groups[f.num_keys] = groups.len() as u32;
+    // From here on only each writer's position and node are looked at.
+    let wl: Vec<(u32, Node)> = wl.into_iter().map(|w| (w.2, w.3)).collect();
     // Per t1 and chain: 1 + the last position on the chain already known to precede t1 (its
     // causal past, then the edges forced into it so far); a writer at or before it adds
     // nothing (session order puts it before that one), so each forced edge is new.
@@ -308,11 +310,11 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
                     }
                     let run = &wl[start as usize..end as usize];
                     // The last writer of x on this chain at a position < p.
-                    let j = run.partition_point(|w| w.2 < p);
+                    let j = run.partition_point(|w| w.0 < p);
                     if j == 0 {
                         continue;
                     }
-                    let (p3, t3) = (run[j - 1].2, run[j - 1].3);
+                    let (p3, t3) = run[j - 1];
                     if t3 == t1 || t3 == t2 || (t1 != INIT && p3 < *known) {
                         continue;
                     }

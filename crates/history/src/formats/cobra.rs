@@ -10,7 +10,10 @@
 use super::{cobra_part, regular_file, Format, Loaded};
 use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
-use crate::model::{HistoryBuilder, OpKind, FENCE_KEY_HASH, INIT_WRITE_ID, NO_TIME, NULL_WRITE_ID};
+use crate::model::{
+    CobraClaims, HistoryBuilder, OpKind, COMPACT_FROM, FENCE_KEY_HASH, INIT_WRITE_ID, NO_TIME,
+    NULL_WRITE_ID,
+};
 use std::path::{Path, PathBuf};
 
 /// How to read a Cobra log directory.
@@ -299,8 +302,12 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
         });
         return Err(repeated_write_id(&mut logs, later, opts.timestamps));
     }
+    let mut history = b.finish();
+    if history.num_ops() >= COMPACT_FROM {
+        CobraClaims::compact(&mut history);
+    }
     Ok(Loaded {
-        history: b.finish(),
+        history,
         warnings,
         format: Format::Cobra,
     })

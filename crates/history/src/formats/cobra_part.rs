@@ -393,8 +393,7 @@ pub(crate) fn append(
     h.op_key.extend(p.key.iter().map(|&k| map[k as usize]));
     h.op_value.extend_from_slice(&p.value);
     let c = h.cobra.as_mut().expect("cobra claims enabled");
-    c.value_hash.extend_from_slice(&p.value_hash);
-    c.read_writer.extend_from_slice(&p.writer);
+    c.extend(&p.value_hash, &p.writer);
     warnings.extend(p.warning.take());
     b.end_session();
     Ok(())

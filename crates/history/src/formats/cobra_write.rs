@@ -102,7 +102,7 @@ fn write_txn(
         let vh = h
             .cobra
             .as_ref()
-            .map(|c| c.value_hash[o])
+            .map(|c| c.get(h, o).0)
             .unwrap_or_else(|| value_hash(v));
         match h.op_kind[o] {
             OpKind::Write => {
@@ -120,7 +120,7 @@ fn write_txn(
                     };
                     (wid, wid)
                 } else {
-                    let claimed = h.cobra.as_ref().map(|c| c.read_writer[o]);
+                    let claimed = h.cobra.as_ref().map(|c| c.get(h, o).1);
                     (
                         claimed.unwrap_or_else(|| {
                             writer_of[o].map(|w| h.txn_ext[w as usize]).unwrap_or(0)

@@ -187,8 +187,7 @@ impl HistoryBuilder {
         self.h.op_key.reserve(n);
         self.h.op_value.reserve(n);
         if let Some(c) = self.h.cobra.as_mut() {
-            c.value_hash.reserve(n);
-            c.read_writer.reserve(n);
+            c.reserve(n);
         }
     }
     fn push_op(&mut self, kind: OpKind, key: KeyId, value: u64) {
@@ -224,8 +223,7 @@ impl HistoryBuilder {
     /// transaction it names (0 for a write).
     pub fn cobra_claim(&mut self, value_hash: u64, read_writer: u64) {
         let c = self.h.cobra.as_mut().expect("cobra claims enabled");
-        c.value_hash.push(value_hash);
-        c.read_writer.push(read_writer);
+        c.push(value_hash, read_writer);
     }
     /// Drops operations added since the last finished transaction (a truncated transaction).
     pub fn discard_open_ops(&mut self) {
@@ -274,8 +272,7 @@ impl HistoryBuilder {
         self.h.op_key.truncate(keep);
         self.h.op_value.truncate(keep);
         if let Some(c) = self.h.cobra.as_mut() {
-            c.value_hash.truncate(keep);
-            c.read_writer.truncate(keep);
+            c.truncate(keep);
         }
     }
     /// Closes the transaction holding the operations added since the last one. A transaction id

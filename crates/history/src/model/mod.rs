@@ -5,6 +5,7 @@
 //! transaction order, so a transaction is a contiguous range of operation ids.
 
 mod builder;
+mod claims;
 pub(crate) mod resolve;
 mod simple;
 mod stream;
@@ -12,6 +13,7 @@ mod summary;
 mod write_index;
 
 pub use builder::HistoryBuilder;
+pub use claims::{CobraClaims, COMPACT_FROM};
 pub(crate) use resolve::writer_txns;
 pub use resolve::{
     op_txns, resolve, ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
@@ -86,16 +88,6 @@ pub enum OpKind {
     Read,
     /// A read that observed the initial state of the key (or its absence).
     ReadInit,
-}
-
-/// What Cobra's logs say beyond our model: the writer a read names and the value hashes.
-/// Kept so that a read whose claims do not match the write it names can be rejected.
-#[derive(Clone, Debug, Default)]
-pub struct CobraClaims {
-    /// Per operation: for a write its value hash, for a read the value hash it saw.
-    pub value_hash: Vec<u64>,
-    /// Per operation: for a read the writer transaction id it names (external id); 0 otherwise.
-    pub read_writer: Vec<u64>,
 }
 
 /// A whole history. All `txn_*` arrays have one entry per transaction, all `op_*` arrays one
@@ -353,7 +345,7 @@ impl History {
         b += self.keys.iter().map(|k| k.len() + 24).sum::<usize>();
         b += self.app_values.len() * 8 + self.app_text.len();
         if let Some(c) = &self.cobra {
-            b += (c.value_hash.len() + c.read_writer.len()) * 8;
+            b += c.heap_bytes();
         }
         // hashbrown: one control byte plus the entry per bucket, at most 7/8 full.
         b += self.write_index.capacity() * (4 + 1);

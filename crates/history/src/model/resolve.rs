@@ -135,21 +135,24 @@ pub fn resolve(h: &History) -> Resolution {
                 if w >= FROM_AMBIGUOUS {
                     return None;
                 }
+                // Claims left out of compacted ones are those of the write resolved to.
+                let (hash, writer) = c.read_claims_kept(o)?;
                 let actual = h.txn_ext[op_txn[w as usize] as usize];
-                if c.read_writer[o] != actual {
+                let written = c.get(h, w as usize).0;
+                if writer != actual {
                     Some((
                         o as OpId,
                         ReadProblem::WrongWriter {
-                            claimed: c.read_writer[o],
+                            claimed: writer,
                             actual,
                         },
                     ))
-                } else if c.value_hash[o] != c.value_hash[w as usize] {
+                } else if hash != written {
                     Some((
                         o as OpId,
                         ReadProblem::ValueMismatch {
-                            read: c.value_hash[o],
-                            written: c.value_hash[w as usize],
+                            read: hash,
+                            written,
                         },
                     ))
                 } else {
