@@ -275,14 +275,18 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     for k in 0..f.num_keys {
         start[k + 1] += start[k];
     }
-    let mut by_key = vec![(0u32, 0u32); f.reads.len()];
+    // (reader, writer read, index into `f.reads`): the loop below reads the read itself only
+    // for an edge it forces, and its key from where it lies.
+    let mut by_key = vec![(0u32, 0u32, 0u32); f.reads.len()];
     for t2 in 1..n as Node {
         for i in f.read_start[t2 as usize]..f.read_start[t2 as usize + 1] {
-            let k = f.reads[i as usize].0 as usize;
-            by_key[start[k] as usize] = (t2, i);
-            start[k] += 1;
+            let (k, t1, _) = f.reads[i as usize];
+            by_key[start[k as usize] as usize] = (t2, t1, i);
+            start[k as usize] += 1;
         }
     }
+    // Now `start[k]` is where key k's reads end.
+    let key_end = start;
     // One contiguous run of reads per thread; each keeps its own copy of what is known to
     // precede each t1 (so a few edges may be found twice, and deduplicated).
     use rayon::prelude::*;
@@ -290,17 +294,20 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     let per = by_key.len().div_ceil(parts).max(1);
     let found: Vec<Vec<Forced>> = by_key
         .par_chunks(per)
-        .map(|chunk| {
+        .enumerate()
+        .map(|(ci, chunk)| {
             // Per t1 and chain: 1 + the last position on the chain already known to precede
             // t1 (its causal past, then the edges forced into it so far); a writer at or
             // before it adds nothing (session order puts it before that one).
             let mut upto = vc.clone();
             let mut out = Vec::new();
-            for &(t2, i) in chunk {
-                let (x, t1, op) = f.reads[i as usize];
+            let mut x = 0usize;
+            for (pos, &(t2, t1, i)) in (ci * per..).zip(chunk) {
+                while key_end[x] as usize <= pos {
+                    x += 1;
+                }
                 let row = &vc[t2 as usize * c..t2 as usize * c + c];
-                let gs =
-                    &groups[key_groups[x as usize] as usize..key_groups[x as usize + 1] as usize];
+                let gs = &groups[key_groups[x] as usize..key_groups[x + 1] as usize];
                 for &(ch, start, end) in gs {
                     let p = row[ch as usize];
                     let known = &mut upto[t1 as usize * c + ch as usize];
@@ -324,8 +331,8 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
                     out.push(Forced {
                         t3,
                         t1,
-                        key: x,
-                        op,
+                        key: x as u32,
+                        op: f.reads[i as usize].2,
                         rule: Rule::Causal,
                     });
                 }
