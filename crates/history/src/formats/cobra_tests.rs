@@ -5,6 +5,7 @@
 //! must read back the same and resolve to the same problems.
 
 use super::cobra_part::read_all;
+use super::test_rng::Rng;
 use crate::error::Warning;
 use crate::model::{
     resolve, CobraClaims, History, HistoryBuilder, OpKind, DELETE_WRITE_ID, FENCE_KEY_HASH,
@@ -15,21 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Reads whose compacted claims were left out, over the whole test.
 static LEFT_OUT: AtomicUsize = AtomicUsize::new(0);
-
-/// A small deterministic generator (xorshift), so failures replay.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn rec(out: &mut Vec<u8>, op: u8, fields: &[u64]) {
     out.push(op);

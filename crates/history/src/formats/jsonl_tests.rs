@@ -6,22 +6,8 @@
 use super::jsonl::read;
 use super::jsonl_block::{Rec, ValRef};
 use super::jsonl_serde::LineIn;
+use super::test_rng::Rng;
 use std::path::Path;
-
-/// A small deterministic generator (xorshift), so failures replay.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A random record; `escaped` writes the session name's first letter as `\u0073`, which serde
 /// reads as the same name and the scanner leaves alone.
