@@ -107,12 +107,7 @@ pub(crate) fn read_all(
     if bytes < PARALLEL_FROM {
         let mut buf = Vec::new();
         for (_, path) in files {
-            use std::io::Read;
-            buf.clear();
-            std::fs::File::open(path)
-                .and_then(|mut file| file.read_to_end(&mut buf))
-                .map_err(|e| InputError::io(path, e))?;
-            let ts = timestamps.unwrap_or_else(|| looks_timestamped(&buf));
+            let ts = read_file(path, &mut buf, timestamps)?;
             read_direct(b, &buf, path, ts, &mut keys, warnings)?;
         }
         return Ok(());
@@ -157,22 +152,28 @@ fn give<T>(m: &Mutex<Vec<T>>, x: T) {
 /// Reads and decodes the log at `path`; a file that cannot be read is a part holding only
 /// that error.
 fn decode_file(path: &Path, timestamps: Option<bool>, pool: &Pool) -> Part {
-    use std::io::Read;
     let mut bytes = take(&pool.bufs);
-    bytes.clear();
     let mut p = take(&pool.parts);
-    match std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)) {
-        Ok(_) => {
-            let ts = timestamps.unwrap_or_else(|| looks_timestamped(&bytes));
-            decode_into(&mut p, &bytes, path, ts);
-        }
+    match read_file(path, &mut bytes, timestamps) {
+        Ok(ts) => decode_into(&mut p, &bytes, path, ts),
         Err(e) => {
             p.reset(path, 0);
-            p.error = Some(InputError::io(path, e));
+            p.error = Some(e);
         }
     }
     give(&pool.bufs, bytes);
     p
+}
+
+/// Reads the log at `path` into `buf` (emptied first); says whether it is the timestamped
+/// variant (`timestamps`, or detected from the bytes).
+fn read_file(path: &Path, buf: &mut Vec<u8>, timestamps: Option<bool>) -> Result<bool, InputError> {
+    use std::io::Read;
+    buf.clear();
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_to_end(buf))
+        .map_err(|e| InputError::io(path, e))?;
+    Ok(timestamps.unwrap_or_else(|| looks_timestamped(buf)))
 }
 
 fn append_all(
