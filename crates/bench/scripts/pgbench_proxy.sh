@@ -4,7 +4,10 @@
 # p99 latency per run, then checks the last proxy history. Needs pgbench, a PostgreSQL at
 # 127.0.0.1:5432 (user postgres, trust) and a release build (cargo build --release).
 # Usage: crates/bench/scripts/pgbench_proxy.sh
+#   UPSTREAM_HOST=%2Fvar%2Frun%2Fpostgresql crates/bench/scripts/pgbench_proxy.sh
+# forwards through PostgreSQL's Unix-domain socket instead (the client still speaks TCP).
 set -e
+UPSTREAM_HOST="${UPSTREAM_HOST:-127.0.0.1}"
 KRAIT="$(cd "$(dirname "$0")/../../.." && pwd)/target/release/krait"
 DB=kpb; PORT=6597
 psql -h 127.0.0.1 -U postgres -q -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" postgres 2>/dev/null
@@ -19,7 +22,7 @@ for c in 8 32; do
   for round in 1 2; do
     echo -n "clients $c direct  tps "; run 5432 $c
     rm -rf /tmp/kpbh
-    "$KRAIT" proxy --listen 127.0.0.1:$PORT --upstream postgres://postgres@127.0.0.1:5432/$DB --out /tmp/kpbh --table pgbench_accounts:aid --table pgbench_tellers:tid --table pgbench_branches:bid > /tmp/kpb.out 2>&1 &
+    "$KRAIT" proxy --listen 127.0.0.1:$PORT --upstream "postgres://postgres@$UPSTREAM_HOST:5432/$DB" --out /tmp/kpbh --table pgbench_accounts:aid --table pgbench_tellers:tid --table pgbench_branches:bid > /tmp/kpb.out 2>&1 &
     for i in $(seq 1 120); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.5; done
     echo -n "clients $c proxy   tps "; run $PORT $c
     kill -TERM %1; wait %1 2>/dev/null || true

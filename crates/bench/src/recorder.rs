@@ -158,6 +158,10 @@ fn transfer(
     let put = |k: &str, v: &str| db.execute("UPDATE accounts SET v = ?1 WHERE k = ?2", [v, k]);
     let mut t = s.map(|s| s.begin()).transpose()?;
     db.execute_batch("BEGIN IMMEDIATE")?;
+    if let Some(t) = t.as_mut() {
+        // As the example does: inside BEGIN … COMMIT the writes wait for committing().
+        t.defer_writes();
+    }
     let mut read = |k: &str| -> anyhow::Result<i64> {
         let stored = get(k)?;
         let v = match t.as_mut() {

@@ -87,6 +87,8 @@ impl Db {
 fn transfer(db: &mut Db, s: &mut RecSession, from: &str, to: &str) -> std::io::Result<()> {
     let mut t = s.begin()?;
     db.begin();
+    // Inside BEGIN … COMMIT a crash undoes the writes, so they can wait for committing().
+    t.defer_writes();
     let stored = db.get(from);
     let a: i64 = t
         .read_tagged(from, Some(&stored))?

@@ -116,6 +116,7 @@ impl Recorder {
             txns: 0,
             writes: 0,
             open: None,
+            defer: false,
         })
     }
 }
@@ -129,6 +130,8 @@ pub struct RecSession {
     writes: u64,
     /// The transaction being recorded: (an operation logged yet, COMMIT announced).
     open: Option<(bool, bool)>,
+    /// Its writes wait for COMMIT's announcement ([`RecTxn::defer_writes`]).
+    defer: bool,
 }
 
 impl RecSession {
@@ -172,6 +175,7 @@ impl RecSession {
         );
         self.log.hold(&head);
         self.open = Some((false, false));
+        self.defer = false;
         Ok(())
     }
 
@@ -197,14 +201,25 @@ impl RecSession {
         }
         *any = true;
         push_op(&mut line, kind, key, value, app);
-        if kind == "r" {
+        if kind == "r" || self.defer {
             // A read is logged once its answer is in: nothing waits on it reaching the file
-            // before the next write or COMMIT goes out, which carries it there.
+            // before the next write or COMMIT goes out, which carries it there. Deferred
+            // writes likewise wait for COMMIT: the database undoes them if the client dies
+            // first. What is held is written out in large pieces, never all at the end.
             self.log.hold(&line);
+            if self.log.held() >= HELD_MAX {
+                self.log.write_held().map_err(io::Error::other)?;
+            }
             Ok(())
         } else {
             self.log.emit(&line).map_err(io::Error::other)
         }
+    }
+
+    /// From now until its end, the open transaction's writes are held with its reads until
+    /// COMMIT is announced (see [`RecTxn::defer_writes`]).
+    pub(crate) fn defer_writes(&mut self) {
+        self.defer = true;
     }
 
     /// A fresh write id, unique in the recorder.
@@ -321,6 +336,17 @@ impl RecTxn<'_> {
         self.s.op("r", key, value.map(value_id), value)
     }
 
+    /// The application runs this transaction inside `BEGIN … COMMIT` (or the database's own
+    /// transaction object): a client that dies before COMMIT is sent has its writes undone
+    /// by the database, so they need not reach the log before they are sent. From this call
+    /// on, writes are held with the reads and written with [`RecTxn::committing`] (which
+    /// must then be called before COMMIT is sent), one system call for the transaction
+    /// instead of one per write. Never for a write sent in autocommit mode: it commits with
+    /// its statement, and a crash right after it would lose a committed write.
+    pub fn defer_writes(&mut self) {
+        self.s.defer_writes();
+    }
+
     /// The operations are complete and COMMIT is about to be sent: from here a lost answer
     /// means the outcome is unknown. Synced to disk first with [`Recorder::fsync`].
     pub fn committing(&mut self) -> io::Result<()> {
@@ -350,6 +376,10 @@ impl Drop for RecTxn<'_> {
         self.s.drop_txn();
     }
 }
+
+/// Held records beyond this many bytes are written out at once, so a long transaction holds
+/// a bounded buffer.
+const HELD_MAX: usize = 64 << 10;
 
 /// An untagged value as a history value: a hash, equal for equal values.
 fn value_id(value: &str) -> u64 {

@@ -140,12 +140,21 @@ impl Log {
             p.text.push_str(s);
         }
     }
+    /// Bytes held back so far.
+    pub(crate) fn held(&self) -> usize {
+        self.held.len()
+    }
+    /// Writes what is held to the log file now (publishing is unchanged: it follows records,
+    /// not system calls).
+    pub(crate) fn write_held(&mut self) -> Result<(), StoreError> {
+        let written = self.file.write_all(self.held.as_bytes());
+        self.held.clear();
+        written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
+    }
     /// Appends `s` and everything held to the log file now.
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {
         self.hold(s);
-        let written = self.file.write_all(self.held.as_bytes());
-        self.held.clear();
-        written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))?;
+        self.write_held()?;
         if let Some(p) = self.publish.as_mut() {
             // A record ends with its line: the outcome is known.
             if s.ends_with('\n') {

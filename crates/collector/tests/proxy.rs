@@ -140,11 +140,41 @@ fn with_proxy<T>(
     name: &str,
     run: impl FnOnce(u16, &str) -> T,
 ) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
+    with_proxy_to(db, &db.url, tables, name, run)
+}
+
+/// `db`'s URL through its Unix-domain socket (`KRAIT_PG_SOCKET_DIR`, by default Debian's
+/// `/var/run/postgresql`), when the socket is there.
+fn unix_url(db: &common::TempDb) -> Option<String> {
+    let dir = std::env::var("KRAIT_PG_SOCKET_DIR").unwrap_or("/var/run/postgresql".into());
+    let cfg: postgres::Config = db.url.parse().ok()?;
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    std::path::Path::new(&dir)
+        .join(format!(".s.PGSQL.{port}"))
+        .exists()
+        .then(|| {
+            let (user, db) = (cfg.get_user()?, cfg.get_dbname()?);
+            Some(format!(
+                "postgres://{user}@{}:{port}/{db}",
+                dir.replace('/', "%2F")
+            ))
+        })
+        .flatten()
+}
+
+/// As [`with_proxy`], the proxy forwarding to `upstream`.
+fn with_proxy_to<T>(
+    db: &common::TempDb,
+    upstream: &str,
+    tables: &[(&str, &str)],
+    name: &str,
+    run: impl FnOnce(u16, &str) -> T,
+) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
     let port = free_port();
     let out = tmp(name);
     let cfg = ProxyConfig {
         listen: format!("127.0.0.1:{port}"),
-        upstream: db.url.clone(),
+        upstream: upstream.to_string(),
         out: out.clone(),
         tables: tables
             .iter()
@@ -222,9 +252,21 @@ fn pgbench_runs_through_the_proxy_unchanged_and_is_accepted() {
         ("pgbench_branches", "bid"),
     ];
     // The simple protocol, the extended one with unnamed statements, and prepared statements:
-    // the increments are recorded by all three (sent with RETURNING).
+    // the increments are recorded by all three (sent with RETURNING). Prepared statements go
+    // upstream through the database's Unix-domain socket, where there is one.
+    let unix = unix_url(&db);
+    if unix.is_none() {
+        common::skip_notice(
+            "skipped: the upstream by Unix-domain socket (no socket; set KRAIT_PG_SOCKET_DIR)",
+        );
+    }
     for mode in ["simple", "extended", "prepared"] {
-        let (out, l, report) = with_proxy(&db, &tables, &format!("pgbench-{mode}"), |port, _| {
+        let upstream = match (mode, &unix) {
+            ("prepared", Some(u)) => u.as_str(),
+            _ => db.url.as_str(),
+        };
+        let name = format!("pgbench-{mode}");
+        let (out, l, report) = with_proxy_to(&db, upstream, &tables, &name, |port, _| {
             std::process::Command::new("pgbench")
                 .args([
                     "-c",

@@ -84,6 +84,61 @@ fn recorded_transactions_read_back_exactly_with_every_outcome() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A transaction whose writes wait for COMMIT's announcement (`defer_writes`) reads back
+/// as any other; until then its records are held in memory, but never more than a bounded
+/// piece of them.
+#[test]
+fn deferred_writes_reach_the_log_by_commit_and_in_bounded_pieces() {
+    let dir = tmp("deferred");
+    let rec = Recorder::create(&dir).unwrap();
+    let mut s = rec.session("app").unwrap();
+    let log = dir.join("app.jsonl");
+    let size = || std::fs::metadata(&log).unwrap().len();
+    let mut t = s.begin().unwrap();
+    t.defer_writes();
+    t.write("x", 1).unwrap();
+    t.read("y", None).unwrap();
+    assert_eq!(size(), 0, "held until COMMIT is announced");
+    t.committing().unwrap();
+    assert!(size() > 0, "on the log before COMMIT is sent");
+    t.committed().unwrap();
+    // Dropped before COMMIT: aborted, as an undeferred one.
+    {
+        let mut t = s.begin().unwrap();
+        t.defer_writes();
+        t.write("x", 2).unwrap();
+    }
+    // A long transaction: its records go out in pieces as they grow.
+    let before = size();
+    let mut t = s.begin().unwrap();
+    t.defer_writes();
+    for i in 0..10_000 {
+        t.write(&format!("k{i}"), 100 + i).unwrap();
+    }
+    let held = size() - before;
+    assert!(held > 0, "10,000 writes were all held in memory");
+    t.committing().unwrap();
+    assert!(
+        size() - before - held < 128 << 10,
+        "more than a piece was held"
+    );
+    t.committed().unwrap();
+    // Deferral ends with its transaction.
+    let mut t = s.begin().unwrap();
+    let mark = size();
+    t.write("x", 3).unwrap();
+    assert!(size() > mark, "an undeferred write goes out at once");
+    t.committed().unwrap();
+    drop(s);
+
+    let h = load(&dir);
+    use TxnStatus::*;
+    assert_eq!(h.txn_status, [Committed, Aborted, Committed, Committed]);
+    assert_eq!(h.ops(2).len(), 10_000);
+    assert!(verdict(&h, Level::Serializable).is_accept());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Moves `amount` from one account to another if the first has it; the invariant the service
 /// keeps is that no balance goes negative.
 fn transfer(

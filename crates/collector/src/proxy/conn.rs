@@ -164,6 +164,9 @@ impl Conn {
             Stmt::Begin => {
                 self.explicit = true;
                 self.ensure_txn()?;
+                // Its writes commit only with the COMMIT the proxy announces first; a proxy
+                // that dies before closes the connection, and the database undoes them.
+                self.session.defer_writes();
                 Pending::Other
             }
             Stmt::Commit => {

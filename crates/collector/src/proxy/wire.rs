@@ -2,7 +2,8 @@
 //! typed messages (a tag byte, a big-endian length that counts itself, the body). Everything is
 //! forwarded byte for byte; these only look.
 
-use std::io::{self, Read, Write};
+use std::io;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The startup packet's codes for "may we use SSL / GSS encryption": the proxy answers `N` (no)
 /// itself, so the client goes on in the clear and the upstream sees a plain startup.
@@ -20,62 +21,70 @@ pub(crate) struct Msg {
 /// Messages larger than this are refused (a garbled stream, not a real statement).
 const MAX_LEN: usize = 1 << 30;
 
-fn read_len(r: &mut impl Read) -> io::Result<Option<usize>> {
-    let mut len = [0u8; 4];
-    match r.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let n = u32::from_be_bytes(len) as usize;
+/// The code at the start of a startup packet's body (protocol version or request).
+pub(crate) fn code_of(body: &[u8]) -> u32 {
+    body.get(..4)
+        .map_or(0, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+fn length(n: u32) -> io::Result<usize> {
+    let n = n as usize;
     if !(4..=MAX_LEN).contains(&n) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("a message length of {n} bytes"),
         ));
     }
-    Ok(Some(n - 4))
+    Ok(n - 4)
 }
 
-/// The startup packet (no tag): its body, the protocol or request code first.
-pub(crate) fn read_startup(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
-    let Some(n) = read_len(r)? else {
-        return Ok(None);
-    };
-    let mut body = vec![0u8; n];
-    r.read_exact(&mut body)?;
-    Ok(Some(body))
-}
-
-pub(crate) fn write_startup(w: &mut impl Write, body: &[u8]) -> io::Result<()> {
-    w.write_all(&((body.len() + 4) as u32).to_be_bytes())?;
-    w.write_all(body)?;
-    w.flush()
-}
-
-/// The next typed message, or None at the end of the stream.
-pub(crate) fn read_msg(r: &mut impl Read) -> io::Result<Option<Msg>> {
-    let mut tag = [0u8; 1];
-    match r.read_exact(&mut tag) {
-        Ok(()) => {}
+/// The startup packet (no tag): its body, the protocol or request code first; None when the
+/// client closed before sending one.
+pub(crate) async fn read_startup(r: &mut (impl AsyncRead + Unpin)) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     }
-    let Some(n) = read_len(r)? else {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "a message cut after its tag",
-        ));
-    };
-    let mut body = vec![0u8; n];
-    r.read_exact(&mut body)?;
-    Ok(Some(Msg { tag: tag[0], body }))
+    let mut body = vec![0u8; length(u32::from_be_bytes(len))?];
+    r.read_exact(&mut body).await?;
+    Ok(Some(body))
 }
 
-pub(crate) fn write_msg(w: &mut impl Write, m: &Msg) -> io::Result<()> {
-    w.write_all(&[m.tag])?;
-    w.write_all(&((m.body.len() + 4) as u32).to_be_bytes())?;
-    w.write_all(&m.body)
+pub(crate) async fn write_startup(
+    w: &mut (impl AsyncWrite + Unpin),
+    body: &[u8],
+) -> io::Result<()> {
+    let mut b = Vec::with_capacity(body.len() + 4);
+    b.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    b.extend_from_slice(body);
+    w.write_all(&b).await
+}
+
+/// The next whole typed message in `buf[*at..]`, moving `at` past it; None until all of it
+/// has arrived.
+pub(crate) fn take_msg(buf: &[u8], at: &mut usize) -> io::Result<Option<Msg>> {
+    let Some(head) = buf.get(*at..*at + 5) else {
+        return Ok(None);
+    };
+    let n = length(u32::from_be_bytes([head[1], head[2], head[3], head[4]]))?;
+    let Some(body) = buf.get(*at + 5..*at + 5 + n) else {
+        return Ok(None);
+    };
+    let m = Msg {
+        tag: head[0],
+        body: body.to_vec(),
+    };
+    *at += 5 + n;
+    Ok(Some(m))
+}
+
+/// Appends message `m` to `out`, as it goes on the wire.
+pub(crate) fn put_msg(out: &mut Vec<u8>, m: &Msg) {
+    out.push(m.tag);
+    out.extend_from_slice(&((m.body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(&m.body);
 }
 
 /// Reads a body field by field.

@@ -61,7 +61,7 @@ impl Drop for TempDb {
 
 /// A skip notice the test harness does not capture: written to stderr directly (the print
 /// macros are captured), so `cargo test` shows it without `--nocapture`.
-fn skip_notice(msg: &str) {
+pub fn skip_notice(msg: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
