@@ -166,7 +166,19 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
                 a = listener.accept() => a,
                 () = tokio::time::sleep(std::time::Duration::from_millis(50)) => continue,
             };
-            let (client, _) = accepted?;
+            let client = match accepted {
+                Ok((c, _)) => c,
+                // A client gone before it was accepted is its own affair, not the proxy's end.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
             connections += 1;
             let (ctx, id) = (ctx.clone(), connections);
             while open.try_join_next().is_some() {}
