@@ -81,6 +81,15 @@ pub struct Options {
     /// Serializability: form no constraint between two single-write chains nobody reads (no
     /// read can tell their order, so any acyclic choice of the rest places them).
     pub skip_unobserved: bool,
+    /// Weak levels on histories whose values repeat: check serializability first; where it
+    /// holds, so does every weaker level (some choice of each read's writer is serializable,
+    /// and that choice satisfies them all), and the ways the reads could be explained are not
+    /// tried one by one.
+    pub weak_ser_first: bool,
+    /// Weak levels on histories whose values repeat: leave out of a read's possible writers
+    /// those no level allows it to have read (an aborted, an overwritten or its own later
+    /// write), so fewer choices are tried.
+    pub weak_prune_candidates: bool,
     /// Pruning passes at most (each adds what it decided, so the next may decide more).
     pub prune_rounds: u32,
     /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
@@ -124,6 +133,8 @@ impl Default for Options {
             skip_unobserved: true,
             thin_edges: true,
             count_versions: true,
+            weak_ser_first: true,
+            weak_prune_candidates: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

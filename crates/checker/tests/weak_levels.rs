@@ -181,21 +181,3 @@ fn circular_information_flow_is_rejected_at_every_level() {
         assert_eq!(reject(&h, level).anomaly, Anomaly::G1c);
     }
 }
-
-#[test]
-fn weak_levels_refuse_what_they_cannot_check_yet() {
-    let h = build_history(&[
-        T::new(0, 1).w("x", 1),
-        T::new(1, 2).w("x", 1),
-        T::new(2, 3).r("x", 1),
-    ])
-    .unwrap();
-    let opts = Options {
-        level: Level::ReadCommitted,
-        ..Options::default()
-    };
-    assert!(matches!(
-        check(&h, &opts),
-        Err(krait_checker::CheckError::Unsupported(_))
-    ));
-}

@@ -6,24 +6,8 @@
 
 mod common;
 
+use common::proxy::{unix_url, with_proxy, with_proxy_to};
 use krait_checker::{check, Level, Options, Verdict};
-use krait_collector::{serve_proxy, ProxyConfig};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("krait-proxy-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn verdict(h: &krait_history::History, level: Level) -> Verdict {
     let rep = check(
@@ -118,7 +102,14 @@ fn a_bank_through_the_proxy_is_recorded_and_checked() {
     // The initial rows, 5 × 20 transfers (some aborted), 5 autocommit writes and reads.
     assert!(s.txns > 100, "{s:?}");
     assert!(s.reads > 200 && s.writes > 200, "{s:?}");
-    // (The weak levels do not take repeated values yet, and a proxy's history has them.)
+    // Read committed holds, but with this many reads of repeated values (balances return to
+    // earlier amounts) and no serializability to settle it, the choices are too many to try:
+    // never a REJECT, though.
+    let rc = verdict(&h, Level::ReadCommitted);
+    assert!(
+        matches!(rc, Verdict::Accept | Verdict::Unknown { .. }),
+        "{rc:?}"
+    );
     match verdict(&h, Level::SnapshotIsolation) {
         Verdict::Reject(c) => eprintln!("caught: {}", c.summary),
         v => panic!("five tellers at read committed lost no update? {v:?}"),
@@ -131,83 +122,10 @@ fn a_bank_through_the_proxy_is_recorded_and_checked() {
         "serialization failures abort"
     );
     assert!(verdict(&h, Level::Serializable).is_accept());
-}
-
-/// The proxy's own port and history directory, serving `db` until the returned flag is set.
-fn with_proxy<T>(
-    db: &common::TempDb,
-    tables: &[(&str, &str)],
-    name: &str,
-    run: impl FnOnce(u16, &str) -> T,
-) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
-    with_proxy_to(db, &db.url, tables, name, run)
-}
-
-/// `db`'s URL through its Unix-domain socket (`KRAIT_PG_SOCKET_DIR`, by default Debian's
-/// `/var/run/postgresql`), when the socket is there.
-fn unix_url(db: &common::TempDb) -> Option<String> {
-    let dir = std::env::var("KRAIT_PG_SOCKET_DIR").unwrap_or("/var/run/postgresql".into());
-    let cfg: postgres::Config = db.url.parse().ok()?;
-    let port = cfg.get_ports().first().copied().unwrap_or(5432);
-    std::path::Path::new(&dir)
-        .join(format!(".s.PGSQL.{port}"))
-        .exists()
-        .then(|| {
-            let (user, db) = (cfg.get_user()?, cfg.get_dbname()?);
-            Some(format!(
-                "postgres://{user}@{}:{port}/{db}",
-                dir.replace('/', "%2F")
-            ))
-        })
-        .flatten()
-}
-
-/// As [`with_proxy`], the proxy forwarding to `upstream`.
-fn with_proxy_to<T>(
-    db: &common::TempDb,
-    upstream: &str,
-    tables: &[(&str, &str)],
-    name: &str,
-    run: impl FnOnce(u16, &str) -> T,
-) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
-    let port = free_port();
-    let out = tmp(name);
-    let cfg = ProxyConfig {
-        listen: format!("127.0.0.1:{port}"),
-        upstream: upstream.to_string(),
-        out: out.clone(),
-        tables: tables
-            .iter()
-            .map(|(t, k)| (t.to_string(), k.to_string()))
-            .collect(),
-    };
-    let stop = AtomicBool::new(false);
-    let (base, dbname) = db.url.rsplit_once('/').unwrap();
-    let via = format!(
-        "{}@127.0.0.1:{port}/{dbname}",
-        base.rsplit_once('@').unwrap().0
-    );
-    let (t, report) = std::thread::scope(|sc| {
-        let proxy = sc.spawn(|| serve_proxy(&cfg, &stop));
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        // Stopped on the way out, panic or not: a failing client must fail the test, not
-        // leave the proxy serving forever.
-        struct Stop<'a>(&'a AtomicBool);
-        impl Drop for Stop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::Relaxed);
-            }
-        }
-        let stopping = Stop(&stop);
-        let t = run(port, &via);
-        drop(stopping);
-        (t, proxy.join().unwrap().unwrap())
-    });
-    let l = krait_history::load(&out, None).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
-    (t, l, report)
+    // Every weaker level holds with it, repeated values and all.
+    for level in [Level::Causal, Level::ReadAtomic, Level::ReadCommitted] {
+        assert!(verdict(&h, level).is_accept(), "{level:?}");
+    }
 }
 
 #[test]

@@ -9,11 +9,13 @@
 //! - read atomic: t3 was read by the transaction at all, or precedes it in its session;
 //! - causal: t3 is in the transaction's causal past (session order and write→read, transitively).
 //!
-//! Each read must name its writer (values unique per key); the per-transaction checks (aborted,
-//! intermediate, future reads, own writes not seen) are the same as for every level.
+//! Each read must name its writer: where values repeat, `repeated` tries the ways the reads
+//! could be explained. The per-transaction checks (aborted, intermediate, future reads, own
+//! writes not seen) are the same as for every level.
 
 mod axioms;
 mod facts;
+mod repeated;
 
 use crate::graph::{EdgeKind, Label, Node, INIT};
 use crate::{cert, CheckError, CheckStats, Level, Options, Report, Timings, Verdict};
@@ -48,16 +50,7 @@ pub(crate) struct Forced {
 pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
     let t0 = Instant::now();
     let r = krait_history::resolve(h);
-    let level = opts.level;
-    let name = level.name(false);
-    if let Some(&(op, _, _)) = r.ambiguous.first() {
-        let o = op as usize;
-        return Err(CheckError::Unsupported(format!(
-            "--level {name} needs each read's writer, but key {:?} was written with value {} more than once (check ser or si, which handle repeated values)",
-            h.keys[h.op_key[o] as usize],
-            h.op_value[o]
-        )));
-    }
+    let name = opts.level.name(false);
     if h.has_lists() {
         return Err(CheckError::Unsupported(format!(
             "--level {name} does not check list-append histories yet (check ser or si)"
@@ -68,8 +61,26 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
             "--level {name} has no real-time variant (drop --strict)"
         )));
     }
+    if !r.ambiguous.is_empty() {
+        return repeated::run(h, r, opts, t0);
+    }
+    check_resolved(h, r, opts, t0.elapsed(), &|| krait_history::resolve(h))
+}
+
+/// Checks `h` at a weak level with every read's writer named in `r` (resolved in
+/// `resolved_in`); `again` gives `r` back for a certificate, as it is dropped once the facts
+/// hold what it says.
+pub(crate) fn check_resolved(
+    h: &History,
+    r: krait_history::Resolution,
+    opts: &Options,
+    resolved_in: std::time::Duration,
+    again: &dyn Fn() -> krait_history::Resolution,
+) -> Result<Report, CheckError> {
+    let level = opts.level;
+    let name = level.name(false);
     let mut timings = Timings {
-        resolve: t0.elapsed(),
+        resolve: resolved_in,
         ..Default::default()
     };
     let mut stats = CheckStats::default();
@@ -134,7 +145,7 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
         Err(()) => {
             timings.prune = t.elapsed();
             let t = Instant::now();
-            let r = krait_history::resolve(h);
+            let r = again();
             let (edges, labels, why) = graph_of(&f, &forced);
             let c = cert::weak_certificate(h, &r, &f.node_txn, &edges, &labels, &why, &forced);
             timings.certificate = t.elapsed();

@@ -19,13 +19,18 @@ pub enum Weak {
 /// (reader, key, writer or None for the initial state, index of the read in the reader)
 type Read = (usize, u32, Option<usize>, usize);
 
-pub fn weak_ok(h: &History, level: Weak) -> bool {
+/// Whether some set of the unknown-outcome transactions taken as committed, and some choice of
+/// writer for each read (where values repeat, any included transaction whose last write of
+/// the key wrote the value read, or the initial state where it holds that value), satisfy the
+/// level. `None`: more than `max_choices` choices for some set (the oracle gives up).
+pub fn weak_ok_within(h: &History, level: Weak, max_choices: u64) -> Option<bool> {
     let n = h.num_txns();
     assert!(n <= 9);
     let unknown: Vec<usize> = (0..n)
         .filter(|&t| h.txn_status[t] == TxnStatus::Unknown)
         .collect();
-    (0u32..1 << unknown.len()).any(|mask| {
+    let mut gave_up = false;
+    for mask in 0u32..1 << unknown.len() {
         let inc: Vec<bool> = (0..n)
             .map(|t| match h.txn_status[t] {
                 TxnStatus::Committed => true,
@@ -36,15 +41,50 @@ pub fn weak_ok(h: &History, level: Weak) -> bool {
                 }
             })
             .collect();
-        consistent(h, &inc, level)
-    })
+        let Some(cands) = reads(h, &inc) else {
+            continue;
+        };
+        let choices = cands
+            .iter()
+            .try_fold(1u64, |p, c| p.checked_mul(c.2.len() as u64))
+            .filter(|&p| p <= max_choices);
+        let Some(choices) = choices else {
+            gave_up = true;
+            continue;
+        };
+        for mut c in 0..choices {
+            let rs: Vec<Read> = cands
+                .iter()
+                .map(|(t, k, ws, i)| {
+                    let w = ws[(c % ws.len() as u64) as usize];
+                    c /= ws.len() as u64;
+                    (*t, *k, w, *i)
+                })
+                .collect();
+            if consistent(h, &inc, level, &rs) {
+                return Some(true);
+            }
+        }
+    }
+    (!gave_up).then_some(false)
 }
 
-/// The external reads of the included transactions with their writers, or None when some read
-/// no commit order can explain (own write not seen, a write of nobody, of an excluded or its
-/// own later write, or of an overwritten one).
-fn reads(h: &History, inc: &[bool]) -> Option<Vec<Read>> {
+/// [`weak_ok_within`] for histories whose values are unique (one choice).
+pub fn weak_ok(h: &History, level: Weak) -> bool {
+    weak_ok_within(h, level, 1).expect("values are unique")
+}
+
+/// The external reads of the included transactions with the writers each may have read, or
+/// None when some read no commit order can explain (own write not seen, a value no included
+/// transaction left as its last write of the key, nor the initial one).
+fn reads(h: &History, inc: &[bool]) -> Option<Vec<(usize, u32, Vec<Option<usize>>, usize)>> {
     let mut out = Vec::new();
+    let last_write = |u: usize, k: u32| {
+        h.ops(u as TxnId)
+            .rev()
+            .find(|&x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k)
+            .map(|x| h.op_value[x])
+    };
     for t in (0..h.num_txns()).filter(|&t| inc[t]) {
         let mut own: std::collections::HashMap<u32, u64> = Default::default();
         for (i, o) in h.ops(t as TxnId).enumerate() {
@@ -61,21 +101,23 @@ fn reads(h: &History, inc: &[bool]) -> Option<Vec<Read>> {
                         continue;
                     }
                     if kind == OpKind::ReadInit {
-                        out.push((t, k, None, i));
+                        out.push((t, k, vec![None], i));
                         continue;
                     }
-                    let w = h.first_write(k, h.op_value[o])?;
-                    let wt = (0..h.num_txns())
-                        .find(|&u| h.ops(u as TxnId).contains(&(w as usize)))
-                        .unwrap();
-                    let last = h
-                        .ops(wt as TxnId)
-                        .rev()
-                        .find(|&x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k);
-                    if wt == t || !inc[wt] || last != Some(w as usize) {
+                    let v = h.op_value[o];
+                    let mut ws: Vec<Option<usize>> = Vec::new();
+                    if h.init_value == Some(v) {
+                        ws.push(None);
+                    }
+                    ws.extend(
+                        (0..h.num_txns())
+                            .filter(|&u| u != t && inc[u] && last_write(u, k) == Some(v))
+                            .map(Some),
+                    );
+                    if ws.is_empty() {
                         return None;
                     }
-                    out.push((t, k, Some(wt), i));
+                    out.push((t, k, ws, i));
                 }
             }
         }
@@ -88,11 +130,8 @@ fn writes(h: &History, t: usize, k: u32) -> bool {
         .any(|o| h.op_kind[o] == OpKind::Write && h.op_key[o] == k)
 }
 
-fn consistent(h: &History, inc: &[bool], level: Weak) -> bool {
+fn consistent(h: &History, inc: &[bool], level: Weak, rs: &[Read]) -> bool {
     let n = h.num_txns();
-    let Some(rs) = reads(h, inc) else {
-        return false;
-    };
     // Session order: a committed transaction precedes the included ones after it in its session.
     let sessions = h.txn_sessions();
     let so = |a: usize, b: usize| {
@@ -118,7 +157,7 @@ fn consistent(h: &History, inc: &[bool], level: Weak) -> bool {
     // The premises, fixed by the history: (t3, t1) pairs t3 must precede t1 in (None: the
     // initial state, which precedes everything: then no order exists).
     let mut before: Vec<(usize, Option<usize>)> = Vec::new();
-    for &(t2, x, t1, i) in &rs {
+    for &(t2, x, t1, i) in rs {
         for t3 in (0..n).filter(|&t3| inc[t3] && t3 != t2 && Some(t3) != t1 && writes(h, t3, x)) {
             let sees = match level {
                 Weak::ReadCommitted => rs.iter().any(|r| r.0 == t2 && r.2 == Some(t3) && r.3 < i),

@@ -67,6 +67,14 @@ pub struct CheckFlags {
     /// through a session are left out; reachability is the same).
     #[arg(long)]
     pub(crate) no_thin_edges: bool,
+    /// Weak levels, where values repeat: do not check serializability first (which, where it
+    /// holds, settles every weaker level at once).
+    #[arg(long)]
+    pub(crate) no_weak_ser_first: bool,
+    /// Weak levels, where values repeat: try as a read's writer also those no level allows
+    /// (aborted, overwritten, the reader's own later write).
+    #[arg(long)]
+    pub(crate) no_weak_prune_candidates: bool,
     /// Where values repeat, do not reject at once a key whose value more transactions read and
     /// then overwrote than there are versions of it (a lost update found by counting); the
     /// solver then finds it.
@@ -169,6 +177,8 @@ impl Default for CheckFlags {
             no_prune: false,
             no_skip_unobserved: false,
             no_thin_edges: false,
+            no_weak_ser_first: false,
+            no_weak_prune_candidates: false,
             no_count_versions: false,
             prune_rounds: 64,
             no_order_phase: false,
@@ -282,6 +292,8 @@ impl CheckArgs {
             prune: !self.no_prune,
             skip_unobserved: !self.no_skip_unobserved,
             thin_edges: !self.no_thin_edges,
+            weak_ser_first: !self.no_weak_ser_first,
+            weak_prune_candidates: !self.no_weak_prune_candidates,
             count_versions: !self.no_count_versions,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cuts;
+pub mod proxy;
 pub mod readings;
 pub use cuts::batch_matches_follow;
 

@@ -38,6 +38,7 @@ pub enum ReadProblem {
 }
 
 /// Every read resolved: what it observed, and the problems found on the way.
+#[derive(Clone, Debug)]
 pub struct Resolution {
     /// For each read op: the write op it observed, [`FROM_INIT`] or [`FROM_NOBODY`]. For writes:
     /// the op itself.
