@@ -82,6 +82,9 @@ fn in_session_before(f: &Facts, a: Node, b: Node) -> bool {
     a != INIT && b != INIT && ca == cb && pa < pb
 }
 
+/// Below this many nodes (or reads), work stays on the calling thread.
+const SMALL: usize = 1 << 12;
+
 fn dedup(mut v: Vec<Forced>) -> Vec<Forced> {
     use rayon::slice::ParallelSliceMut;
     v.par_sort_unstable_by_key(|e| (e.t3, e.t1, e.rule, e.op));
@@ -97,7 +100,14 @@ fn over_readers(
 ) -> Vec<Forced> {
     use rayon::prelude::*;
     let n = f.num_nodes() as u32;
-    let parts = (rayon::current_num_threads() as u32).clamp(1, n.max(1));
+    // A small history in one part, on the calling thread: handing work to the pool and
+    // waiting for it costs more than the work (tens of microseconds a call, which trying
+    // choices of writers pays thousands of times).
+    let parts = if n < SMALL as u32 {
+        1
+    } else {
+        (rayon::current_num_threads() as u32).clamp(1, n)
+    };
     let per = n.div_ceil(parts);
     let found: Vec<Vec<Forced>> = (0..parts)
         .into_par_iter()
@@ -290,7 +300,11 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     // One contiguous run of reads per thread; each keeps its own copy of what is known to
     // precede each t1 (so a few edges may be found twice, and deduplicated).
     use rayon::prelude::*;
-    let parts = rayon::current_num_threads().clamp(1, by_key.len().max(1));
+    let parts = if by_key.len() < SMALL {
+        1
+    } else {
+        rayon::current_num_threads().clamp(1, by_key.len())
+    };
     let per = by_key.len().div_ceil(parts).max(1);
     let found: Vec<Vec<Forced>> = by_key
         .par_chunks(per)

@@ -64,19 +64,21 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
     if !r.ambiguous.is_empty() {
         return repeated::run(h, r, opts, t0);
     }
-    check_resolved(h, r, opts, t0.elapsed(), &|| krait_history::resolve(h))
+    let again = || krait_history::resolve(h);
+    let rep = check_resolved(h, r, opts, t0.elapsed(), Some(&again))?;
+    Ok(rep.expect("a certificate was asked for"))
 }
 
 /// Checks `h` at a weak level with every read's writer named in `r` (resolved in
 /// `resolved_in`); `again` gives `r` back for a certificate, as it is dropped once the facts
-/// hold what it says.
+/// hold what it says. Without `again` no certificate is made: a violation is `None`.
 pub(crate) fn check_resolved(
     h: &History,
     r: krait_history::Resolution,
     opts: &Options,
     resolved_in: std::time::Duration,
-    again: &dyn Fn() -> krait_history::Resolution,
-) -> Result<Report, CheckError> {
+    again: Option<&dyn Fn() -> krait_history::Resolution>,
+) -> Result<Option<Report>, CheckError> {
     let level = opts.level;
     let name = level.name(false);
     let mut timings = Timings {
@@ -98,15 +100,16 @@ pub(crate) fn check_resolved(
     };
     let f = match Facts::build(h, &r) {
         Ok(f) => f,
+        Err(_) if again.is_none() => return Ok(None),
         Err(finding) => {
             timings.graph = t1.elapsed();
             let cert = cert::certify(h, &r, &finding);
-            return Ok(report(
+            return Ok(Some(report(
                 Verdict::Reject(Box::new(cert)),
                 stats,
                 timings,
                 None,
-            ));
+            )));
         }
     };
     // What the reads resolved to is in the facts now; a certificate resolves them again, so
@@ -140,9 +143,12 @@ pub(crate) fn check_resolved(
                     .map(|x| h.txn_ext[f.node_txn[x as usize - 1] as usize])
                     .collect()
             });
-            return Ok(report(Verdict::Accept, stats, timings, order));
+            return Ok(Some(report(Verdict::Accept, stats, timings, order)));
         }
         Err(()) => {
+            let Some(again) = again else {
+                return Ok(None);
+            };
             timings.prune = t.elapsed();
             let t = Instant::now();
             let r = again();
@@ -152,7 +158,7 @@ pub(crate) fn check_resolved(
             Verdict::Reject(Box::new(c))
         }
     };
-    Ok(report(verdict, stats, timings, None))
+    Ok(Some(report(verdict, stats, timings, None)))
 }
 
 /// A topological order of the graph on `n` nodes whose edges `edges` makes (twice: to count,
