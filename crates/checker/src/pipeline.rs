@@ -355,16 +355,6 @@ fn ended(
     stats: CheckStats,
     timings: Timings,
 ) -> (Report, Option<Final>) {
-    let report = Report {
-        level: opts.level.name(opts.strict.is_some()),
-        session_order: true,
-        verdict,
-        snapshots: Vec::new(),
-        stats,
-        timings,
-        order: None,
-        matched: Vec::new(),
-        also: Vec::new(),
-    };
-    (report, None)
+    let level = opts.level.name(opts.strict.is_some());
+    (Report::plain(level, verdict, stats, timings, None), None)
 }

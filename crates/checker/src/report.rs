@@ -72,6 +72,30 @@ pub struct Report {
     pub also: Vec<crate::Certificate>,
 }
 
+impl Report {
+    /// A report of `verdict` at `level` with what its phases measured, and nothing more
+    /// (no certificates of other anomalies, no snapshots, no matched reads).
+    pub(crate) fn plain(
+        level: &'static str,
+        verdict: Verdict,
+        stats: CheckStats,
+        timings: Timings,
+        order: Option<Vec<u64>>,
+    ) -> Report {
+        Report {
+            level,
+            session_order: true,
+            verdict,
+            stats,
+            timings,
+            order,
+            snapshots: Vec::new(),
+            matched: Vec::new(),
+            also: Vec::new(),
+        }
+    }
+}
+
 /// A read whose value several writes wrote, and the writer the serial order gives it.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
 pub struct MatchedRead {

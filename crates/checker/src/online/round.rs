@@ -51,17 +51,13 @@ impl Online {
         } = self.round_history(agree)?;
         self.withheld = withheld;
         if let Some(cert) = self.stale_read(&h, &new_ids, &slab_txn) {
-            self.verdict = Some(Report {
-                level: self.opts.check.level.name(self.opts.check.strict.is_some()),
-                session_order: true,
-                verdict: Verdict::Reject(Box::new(cert)),
-                stats: Default::default(),
-                timings: Default::default(),
-                order: None,
-                snapshots: Vec::new(),
-                matched: Vec::new(),
-                also: Vec::new(),
-            });
+            self.verdict = Some(Report::plain(
+                self.opts.check.level.name(self.opts.check.strict.is_some()),
+                Verdict::Reject(Box::new(cert)),
+                Default::default(),
+                Default::default(),
+                None,
+            ));
             return Ok(Some(RoundStats {
                 round: self.round,
                 new,

@@ -21,6 +21,7 @@ use crate::graph::{EdgeKind, Label, Node, INIT};
 use crate::{cert, CheckError, CheckStats, Level, Options, Report, Timings, Verdict};
 use facts::Facts;
 use krait_history::History;
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// Which rule of a level forced a version-order edge t3 → t1 (t2 read x from t1).
@@ -65,16 +66,17 @@ pub(crate) fn run(h: &History, opts: &Options) -> Result<Report, CheckError> {
         return repeated::run(h, r, opts, t0);
     }
     let again = || krait_history::resolve(h);
-    let rep = check_resolved(h, r, opts, t0.elapsed(), Some(&again))?;
+    let rep = check_resolved(h, Cow::Owned(r), opts, t0.elapsed(), Some(&again))?;
     Ok(rep.expect("a certificate was asked for"))
 }
 
 /// Checks `h` at a weak level with every read's writer named in `r` (resolved in
-/// `resolved_in`); `again` gives `r` back for a certificate, as it is dropped once the facts
-/// hold what it says. Without `again` no certificate is made: a violation is `None`.
+/// `resolved_in`); `again` gives `r` back for a certificate, as one handed over is dropped
+/// once the facts hold what it says. Without `again` no certificate is made: a violation is
+/// `None`.
 pub(crate) fn check_resolved(
     h: &History,
-    r: krait_history::Resolution,
+    r: Cow<'_, krait_history::Resolution>,
     opts: &Options,
     resolved_in: std::time::Duration,
     again: Option<&dyn Fn() -> krait_history::Resolution>,
@@ -87,17 +89,8 @@ pub(crate) fn check_resolved(
     };
     let mut stats = CheckStats::default();
     let t1 = Instant::now();
-    let report = |verdict, stats, timings, order| Report {
-        level: name,
-        session_order: true,
-        verdict,
-        stats,
-        timings,
-        order,
-        snapshots: Vec::new(),
-        matched: Vec::new(),
-        also: Vec::new(),
-    };
+    let report =
+        |verdict, stats, timings, order| Report::plain(name, verdict, stats, timings, order);
     let f = match Facts::build(h, &r) {
         Ok(f) => f,
         Err(_) if again.is_none() => return Ok(None),

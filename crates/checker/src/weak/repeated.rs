@@ -11,6 +11,7 @@
 
 use crate::{CheckError, Level, Options, Report, Verdict};
 use krait_history::{History, Resolution};
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// Choices of writers tried at most: each is a whole check of the history.
@@ -62,7 +63,15 @@ pub(crate) fn run(
         .try_fold(1u64, |n, (_, c)| n.checked_mul(c.len() as u64))
         .filter(|&n| n <= MAX_TRIES && n.saturating_mul(h.num_ops() as u64) <= MAX_WORK);
     let unknown = |reason: String, first: Option<Report>| {
-        let mut rep = first.unwrap_or_else(|| empty(name));
+        let mut rep = first.unwrap_or_else(|| {
+            Report::plain(
+                name,
+                Verdict::Accept,
+                Default::default(),
+                Default::default(),
+                None,
+            )
+        });
         rep.verdict = Verdict::Unknown { reason };
         Ok(rep)
     };
@@ -98,12 +107,12 @@ pub(crate) fn run(
         for ((op, cands), &i) in doubt.iter().zip(&pick) {
             r.read_from[*op as usize] = cands[i];
         }
-        let mine = r.clone();
         // The first violation is the one shown: the others need no certificate.
         let again = || r.clone();
         let want: Option<&dyn Fn() -> Resolution> =
             if first.is_none() { Some(&again) } else { None };
-        if let Some(mut rep) = super::check_resolved(h, mine, opts, t0.elapsed(), want)? {
+        let checked = super::check_resolved(h, Cow::Borrowed(&r), opts, t0.elapsed(), want)?;
+        if let Some(mut rep) = checked {
             rep.stats.ambiguous_reads = doubt.len();
             if rep.verdict.is_accept() {
                 return Ok(rep);
@@ -146,19 +155,4 @@ fn possible(h: &History, r: &Resolution, read: u32, w: u32) -> bool {
     h.txn_status[t as usize] != krait_history::TxnStatus::Aborted
         && !overwritten
         && !(t == r.op_txn[read as usize] && w > read)
-}
-
-/// A report with nothing checked yet.
-fn empty(level: &'static str) -> Report {
-    Report {
-        level,
-        session_order: true,
-        verdict: Verdict::Accept,
-        stats: Default::default(),
-        timings: Default::default(),
-        order: None,
-        snapshots: Vec::new(),
-        matched: Vec::new(),
-        also: Vec::new(),
-    }
 }
