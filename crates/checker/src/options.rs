@@ -90,6 +90,10 @@ pub struct Options {
     /// those no level allows it to have read (an aborted, an overwritten or its own later
     /// write), so fewer choices are tried.
     pub weak_prune_candidates: bool,
+    /// A pruning pass that tests only a few constraints (and pairs no chains) answers them by
+    /// searches of the known graph instead of building the reachability index, which costs
+    /// nodes × sessions; past a budget of edges searched it builds the index after all.
+    pub prune_search_few: bool,
     /// Pruning passes at most (each adds what it decided, so the next may decide more).
     pub prune_rounds: u32,
     /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
@@ -135,6 +139,7 @@ impl Default for Options {
             count_versions: true,
             weak_ser_first: true,
             weak_prune_candidates: true,
+            prune_search_few: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

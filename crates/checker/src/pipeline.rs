@@ -180,18 +180,8 @@ fn run_once(
     let t1 = Instant::now();
     let mut committed_unknown = carried.map_or(Vec::new(), |c| c.committed_unknown.clone());
     committed_unknown.extend_from_slice(also_committed);
-    let level = Decision::of(&opts);
-    let mut b = match graph::build(h, &r, &opts, &committed_unknown) {
-        Ok((mut b, mut facts)) => {
-            // Ambiguous reads only one candidate could explain name their writer from here on.
-            for (op, w) in std::mem::take(&mut facts.resolved) {
-                r.read_from[op as usize] = w;
-            }
-            match level {
-                Decision::Polygraph => ser::add_chains(&mut b, facts, &opts),
-            }
-            b
-        }
+    let mut b = match build_graph(h, &mut r, &opts, &committed_unknown, false) {
+        Ok(b) => b,
         Err(finding) => {
             timings.graph = t1.elapsed();
             let t = Instant::now();
@@ -217,10 +207,13 @@ fn run_once(
     stats.ambiguous_reads = b.choices.len();
     timings.graph = t1.elapsed();
 
-    let decided = match level {
+    let decided = match Decision::of(&opts) {
         Decision::Polygraph => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
     if !matches!(decided, Decided::Accept { .. }) {
+        if b.spare_left_out > 0 {
+            b.spare = left_out_edges(h, &opts, &committed_unknown);
+        }
         b.restore_spare();
     }
     stats.ambiguous_after_prune = b.choices.iter().filter(|c| c.num_alive() > 1).count();
@@ -300,6 +293,39 @@ fn run_once(
         also,
     };
     Ok((report, fin))
+}
+
+/// The known graph with the level's constraints (`Decision`); ambiguous reads only one
+/// candidate could explain name their writer in `r` from here on.
+fn build_graph(
+    h: &History,
+    r: &mut Resolution,
+    opts: &Options,
+    committed_unknown: &[TxnId],
+    keep_spare: bool,
+) -> Result<Built, crate::findings::Finding> {
+    let (mut b, mut facts) = graph::build(h, r, opts, committed_unknown, keep_spare)?;
+    for (op, w) in std::mem::take(&mut facts.resolved) {
+        r.read_from[op as usize] = w;
+    }
+    match Decision::of(opts) {
+        Decision::Polygraph => ser::add_chains(&mut b, facts, opts),
+    }
+    Ok(b)
+}
+
+/// The known edges the first build left out (`Built::spare`), for a certificate: the same
+/// build again, deterministic, keeping them this time. Only a check that did not accept pays
+/// for it, and only where edges were left out.
+fn left_out_edges(
+    h: &History,
+    opts: &Options,
+    committed_unknown: &[TxnId],
+) -> Vec<(Node, Node, Label)> {
+    let mut r = krait_history::resolve(h);
+    // The first build of the same history succeeded, so this one does; were it not to, the
+    // certificate would still hold, its steps shown through session detours.
+    build_graph(h, &mut r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare)
 }
 
 /// The writer each ambiguous read was matched to, in the reader's op order.

@@ -30,6 +30,7 @@ fn all_combinations() -> Vec<(String, Options)> {
             solver_lazy: on(0),
             skip_unobserved: on(1),
             thin_edges: on(2),
+            prune_search_few: on(2),
             prune: on(3),
             want_order: true,
             ..Options::default()

@@ -46,8 +46,13 @@ pub struct Built {
     pub edges: Vec<(Node, Node)>,
     pub labels: Vec<Label>,
     /// Known edges others imply through a session chain (`thin`): not searched, put back for
-    /// certificates.
+    /// certificates. Only kept with `keep_spare`: an accepted check never needs them, and on
+    /// read-heavy histories they outnumber the graph's own edges (14M at 80k transactions ×
+    /// 160 reads, 280 MB), so a check that needs a certificate builds the graph again to get
+    /// them (`pipeline`); `spare_left_out` counts those not kept.
     pub spare: Vec<(Node, Node, Label)>,
+    pub keep_spare: bool,
+    pub spare_left_out: usize,
     pub constraints: Vec<Constraint>,
     /// Edge arena for constraints: (u, v, label).
     pub cedges: Vec<(Node, Node, Label)>,
@@ -98,12 +103,14 @@ use super::participants::{participants, Participants};
 
 /// The known graph of `h` and what its transactions stated (the raw material of a level's
 /// constraints), or the first finding that rules out every serial order. `committed_unknown`:
-/// unknown outcomes known (from earlier rounds) to have committed.
+/// unknown outcomes known (from earlier rounds) to have committed; `keep_spare`: see
+/// [`Built::spare`].
 pub fn build(
     h: &History,
     r: &Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
+    keep_spare: bool,
 ) -> Result<(Built, Facts), Finding> {
     let Participants {
         inc,
@@ -122,6 +129,8 @@ pub fn build(
         edges: Vec::new(),
         labels: Vec::new(),
         spare: Vec::new(),
+        keep_spare,
+        spare_left_out: 0,
         constraints: Vec::new(),
         cedges: Vec::new(),
         chain_of: vec![(u32::MAX, 0u32); ntx],
@@ -152,7 +161,9 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    super::sort_by_key_then_rest(&mut f.reads, h.num_keys(), b.num_nodes);
+    let mut parts = std::mem::take(&mut f.read_parts);
+    parts.push(std::mem::take(&mut f.reads));
+    f.reads = super::sort_facts(parts, h.num_keys(), b.num_nodes);
     // A list read and the read of its last element may state the same read.
     f.reads.dedup();
     f.writes.sort_unstable();

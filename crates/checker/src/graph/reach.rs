@@ -92,11 +92,94 @@ pub(crate) enum Reach {
     Search {
         pos: Vec<u32>,
     },
+    /// A few questions: searches bounded by topological position and by a budget of edges
+    /// visited in all, where the index would cost nodes × chains to build (a later pruning
+    /// round that tests a handful of constraints on a large graph).
+    Few(Budgeted),
+}
+
+/// Searches with a shared budget. Past it, [`Budgeted::exhausted`] is set and every answer
+/// from then on is "no": the caller throws the answers away and builds the index.
+pub(crate) struct Budgeted {
+    pos: Vec<u32>,
+    state: std::sync::Mutex<SearchState>,
+}
+
+struct SearchState {
+    /// Per node, the search that last visited it (no set to clear between searches).
+    seen: Vec<u32>,
+    search: u32,
+    stack: Vec<Node>,
+    edges_left: usize,
+    exhausted: bool,
+}
+
+impl Budgeted {
+    /// `pos`: topological positions; at most `budget` edges are visited over all searches.
+    pub(crate) fn new(pos: Vec<u32>, budget: usize) -> Budgeted {
+        let n = pos.len();
+        Budgeted {
+            pos,
+            state: std::sync::Mutex::new(SearchState {
+                seen: vec![0; n],
+                search: 0,
+                stack: Vec::new(),
+                edges_left: budget,
+                exhausted: false,
+            }),
+        }
+    }
+
+    /// Whether the budget ran out (so some answer may be wrong).
+    pub(crate) fn exhausted(&self) -> bool {
+        self.state.lock().map_or(true, |s| s.exhausted)
+    }
+
+    fn reaches(&self, csr: &Csr, more: Option<&Csr>, x: Node, y: Node) -> bool {
+        let py = self.pos[y as usize];
+        if self.pos[x as usize] > py {
+            return false;
+        }
+        let Ok(mut st) = self.state.lock() else {
+            return false;
+        };
+        let st = &mut *st;
+        if st.exhausted {
+            return false;
+        }
+        st.search += 1;
+        let mark = st.search;
+        st.stack.clear();
+        st.stack.push(x);
+        st.seen[x as usize] = mark;
+        while let Some(u) = st.stack.pop() {
+            let extra = more.map_or(&[][..], |m| m.succ(u));
+            let (succ, n) = (csr.succ(u), csr.succ(u).len() + extra.len());
+            if n > st.edges_left {
+                st.exhausted = true;
+                return false;
+            }
+            st.edges_left -= n;
+            for &(v, _) in succ.iter().chain(extra) {
+                if v == y {
+                    return true;
+                }
+                if self.pos[v as usize] < py && st.seen[v as usize] != mark {
+                    st.seen[v as usize] = mark;
+                    st.stack.push(v);
+                }
+            }
+        }
+        false
+    }
 }
 
 pub(crate) struct ReachCtx<'a> {
     pub reach: Reach,
     pub csr: &'a Csr,
+    /// Edges added since `csr` was built, which only [`Reach::Few`] searches look at (every
+    /// other kind is given the whole graph in `csr`).
+    pub more: Option<&'a Csr>,
     pub preds: &'a Csr,
     pub first_gate: Node,
 }
@@ -138,6 +221,7 @@ impl ReachCtx<'_> {
                 }
                 false
             }
+            Reach::Few(s) => s.reaches(self.csr, self.more, x, y),
         }
     }
     /// Whether the known graph already orders `gate` (or, for a gate node, all its
@@ -154,5 +238,39 @@ impl ReachCtx<'_> {
     /// Whether adding all these edges would close a cycle with the known graph.
     pub fn closes_cycle(&self, edges: &[(Node, Node, Label)]) -> bool {
         edges.iter().any(|&(u, v, _)| self.reaches(v, u))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path 0 → 1 → … → 9 in topological positions 0..10.
+    fn path() -> (Csr, Vec<u32>) {
+        let edges: Vec<(Node, Node)> = (0..9).map(|i| (i, i + 1)).collect();
+        (Csr::build(10, &edges, false), (0..10).collect())
+    }
+
+    #[test]
+    fn budgeted_searches_answer_within_their_budget() {
+        let (csr, pos) = path();
+        let s = Budgeted::new(pos, 100);
+        assert!(s.reaches(&csr, None, 0, 9));
+        assert!(!s.reaches(&csr, None, 9, 0));
+        assert!(s.reaches(&csr, None, 3, 5));
+        assert!(!s.exhausted());
+    }
+
+    #[test]
+    fn a_budget_spent_says_so_and_no_answer_after_it_is_yes() {
+        let (csr, pos) = path();
+        // Nine edges to walk from 0 to 9: four are not enough.
+        let s = Budgeted::new(pos, 4);
+        assert!(!s.reaches(&csr, None, 0, 9));
+        assert!(s.exhausted());
+        assert!(
+            !s.reaches(&csr, None, 0, 1),
+            "answers past the budget are not to be used"
+        );
     }
 }

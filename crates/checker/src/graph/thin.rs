@@ -78,7 +78,7 @@ impl WrThinner {
                 *fi = (rc, rp);
             }
             if later_writer || earlier_reader {
-                sink.spare.push((w, r, l));
+                sink.leave_out(w, r, l);
             } else {
                 sink.push(w, r, l);
             }
@@ -91,10 +91,27 @@ impl WrThinner {
 pub(crate) struct EdgeSink {
     pub(crate) edges: Vec<(Node, Node)>,
     pub(crate) labels: Vec<Label>,
+    /// Left-out edges, kept only with `keep_spare` (see [`Built::keep_spare`]).
     pub(crate) spare: Vec<(Node, Node, Label)>,
+    pub(crate) keep_spare: bool,
+    pub(crate) spare_left_out: usize,
 }
 
 impl EdgeSink {
+    pub(crate) fn new(keep_spare: bool) -> EdgeSink {
+        EdgeSink {
+            keep_spare,
+            ..Default::default()
+        }
+    }
+    #[inline]
+    fn leave_out(&mut self, u: Node, v: Node, l: Label) {
+        if self.keep_spare {
+            self.spare.push((u, v, l));
+        } else {
+            self.spare_left_out += 1;
+        }
+    }
     #[inline]
     pub(crate) fn push(&mut self, u: Node, v: Node, l: Label) {
         self.edges.push((u, v));
@@ -105,6 +122,7 @@ impl EdgeSink {
         b.edges.extend_from_slice(&self.edges);
         b.labels.extend_from_slice(&self.labels);
         b.spare.extend_from_slice(&self.spare);
+        b.spare_left_out += self.spare_left_out;
     }
 }
 
@@ -121,7 +139,7 @@ pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Lab
                 c2 == c && p2 > p
             });
         if implied {
-            b.spare.push((u, target, label));
+            b.leave_out(u, target, label);
         } else {
             b.edges.push((u, target));
             b.labels.push(label);
@@ -130,6 +148,16 @@ pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Lab
 }
 
 impl Built {
+    /// Keeps a left-out edge for certificates, or only counts it (see [`Built::keep_spare`]).
+    #[inline]
+    pub(crate) fn leave_out(&mut self, u: Node, v: Node, l: Label) {
+        if self.keep_spare {
+            self.spare.push((u, v, l));
+        } else {
+            self.spare_left_out += 1;
+        }
+    }
+
     /// Puts the left-out edges back, for certificates: a cycle then shows each step as the
     /// history stated it, not as a detour through a session.
     pub(crate) fn restore_spare(&mut self) {

@@ -32,7 +32,7 @@ pub(super) fn all_facts(
             // At most one fact per op: sized once, not grown through copies.
             f.reads.reserve(ops);
             let mut ks = KeySlots::new(h, &final_write);
-            let mut sink = EdgeSink::default();
+            let mut sink = EdgeSink::new(bref.keep_spare);
             let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
             for node in lo..hi {
                 txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
@@ -46,12 +46,11 @@ pub(super) fn all_facts(
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
     // Joined into arrays sized once: grown by doubling, each would be copied again and again.
     let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
-    all.reads.reserve_exact(total(|p| p.0.reads.len()));
     b.edges.reserve(total(|p| p.1.edges.len()));
     b.labels.reserve(total(|p| p.1.labels.len()));
     b.spare.reserve(total(|p| p.1.spare.len()));
     for (f, sink) in parts {
-        all.reads.extend_from_slice(&f.reads);
+        all.read_parts.push(f.reads);
         all.writes.extend(f.writes);
         all.rmws.extend(f.rmws);
         all.amb.extend(f.amb);

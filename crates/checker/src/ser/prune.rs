@@ -2,11 +2,15 @@
 //! known graph, add the other option as known edges, until nothing changes.
 
 use crate::graph::{
-    self, gate_preds, Built, ChainReach, Csr, EdgeKind, Known, Label, Reach, ReachCtx,
+    self, gate_preds, Budgeted, Built, ChainReach, Csr, EdgeKind, Known, Label, Reach, ReachCtx,
 };
 use crate::stats::CheckStats;
 use crate::Options;
 use rayon::prelude::*;
+
+/// A pass testing at most this many constraints searches instead of building the index
+/// (`Options::prune_search_few`).
+const FEW: usize = 64;
 
 /// Marks a decision whose chosen side the known graph already implies.
 const IMPLIED: u8 = 4;
@@ -34,6 +38,12 @@ pub(super) fn prune(
     let mut acyclic_at = (usize::MAX, 0);
     // Gate predecessors and the graph they were taken from: only edges into gates change them.
     let mut preds_at: Option<(Csr, usize, usize)> = None;
+    // A topological order of the graph as of `acyclic_at`: a pass whose new edges all go
+    // forward in it leaves it one (so the graph acyclic), with nothing to recompute.
+    let mut order_at: Option<Vec<graph::Node>> = None;
+    // The last graph built and how many edges it has: a pass of few searches looks at it and at
+    // the edges added since, not at a new copy of it all.
+    let mut csr_at: Option<(Csr, usize)> = None;
     loop {
         let open_choices = b.choices.iter().any(|c| c.num_alive() > 1);
         let done = round >= opts.prune_rounds
@@ -44,8 +54,26 @@ pub(super) fn prune(
         if opts.prune && done && acyclic_at == (b.edges.len(), b.num_nodes) {
             break;
         }
-        let csr = Csr::build(b.num_nodes, &b.edges, false);
-        let order = graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?;
+        // Only constraints to test, and few: searching costs less than the index.
+        let few = opts.prune
+            && !done
+            && opts.prune_search_few
+            && remaining.len() <= FEW
+            && b.chain_keys.is_empty()
+            && b.dup_pending.is_empty()
+            && b.choices.is_empty();
+        let ordered = order_at.is_some() && acyclic_at == (b.edges.len(), b.num_nodes);
+        let (csr, more) = match csr_at.take() {
+            Some((c, m)) if few && ordered && c.start.len() == b.num_nodes + 1 => {
+                let more = Csr::build(b.num_nodes, &b.edges[m..], false);
+                (c, Some((more, m)))
+            }
+            _ => (Csr::build(b.num_nodes, &b.edges, false), None),
+        };
+        let order = match order_at.take() {
+            Some(o) if ordered => o,
+            _ => graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?,
+        };
         acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
             b.pair_chains(|_, _| false, None, opts.skip_unobserved);
@@ -70,23 +98,18 @@ pub(super) fn prune(
         for (i, &x) in order.iter().enumerate() {
             topo_pos[x as usize] = i as u32;
         }
-        let reach = if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap
-        {
-            Reach::Chains(ChainReach::build(
-                b.num_nodes,
-                b.num_chains,
-                b.chain_of.clone(),
-                &csr,
-                &order,
+        let reach = if few {
+            Reach::Few(Budgeted::new(
+                topo_pos.clone(),
+                2 * csr.targets.len() + 1024,
             ))
         } else {
-            Reach::Search {
-                pos: topo_pos.clone(),
-            }
+            reach_index(b, opts, &csr, &order, &topo_pos)
         };
         let ctx = ReachCtx {
             reach,
             csr: &csr,
+            more: more.as_ref().map(|m| &m.0),
             preds: &preds,
             first_gate: b.first_gate,
         };
@@ -113,22 +136,39 @@ pub(super) fn prune(
         }
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first;
         // plus IMPLIED when the known graph already has every edge of the side that holds.
-        let implied = |edges: &[(graph::Node, graph::Node, Label)]| {
+        let implied = |ctx: &ReachCtx, edges: &[(graph::Node, graph::Node, Label)]| {
             IMPLIED * u8::from(edges.iter().all(|&(u, v, _)| ctx.implied(u, v)))
         };
-        let decisions: Vec<u8> = remaining
-            .par_iter()
-            .map(|&ci| {
-                let c = &b.constraints[ci as usize];
-                if ctx.closes_cycle(b.first_edges(c)) {
-                    1 | implied(b.second_edges(c))
-                } else if ctx.closes_cycle(b.second_edges(c)) {
-                    2 | implied(b.first_edges(c))
-                } else {
-                    0
-                }
-            })
-            .collect();
+        let decide = |ctx: &ReachCtx| -> Vec<u8> {
+            remaining
+                .par_iter()
+                .map(|&ci| {
+                    let c = &b.constraints[ci as usize];
+                    if ctx.closes_cycle(b.first_edges(c)) {
+                        1 | implied(ctx, b.second_edges(c))
+                    } else if ctx.closes_cycle(b.second_edges(c)) {
+                        2 | implied(ctx, b.first_edges(c))
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        };
+        let mut decisions = decide(&ctx);
+        if matches!(&ctx.reach, Reach::Few(s) if s.exhausted()) {
+            // Some answers may be wrong: all of them again, from the index of the whole graph.
+            let whole = more
+                .is_some()
+                .then(|| Csr::build(b.num_nodes, &b.edges, false));
+            let csr = whole.as_ref().unwrap_or(&csr);
+            let ctx = ReachCtx {
+                reach: reach_index(b, opts, csr, &order, &topo_pos),
+                csr,
+                more: None,
+                ..ctx
+            };
+            decisions = decide(&ctx);
+        }
         let mut changed = false;
         // Constraint → whether its first option is the one conditional edges ruled out.
         let mut forced: std::collections::HashMap<u32, bool> = Default::default();
@@ -184,10 +224,19 @@ pub(super) fn prune(
         if opts.thin_edges {
             thin_by_chains(&mut batch, &b.chain_of);
         }
+        let forward = batch
+            .iter()
+            .all(|&(u, v, _)| topo_pos[u as usize] < topo_pos[v as usize]);
         for (u, v, l) in batch {
             b.edges.push((u, v));
             b.labels.push(l);
         }
+        if forward {
+            acyclic_at = (b.edges.len(), b.num_nodes);
+            order_at = Some(order);
+        }
+        let covered = more.map_or(preds_of.0, |m| m.1);
+        csr_at = Some((csr, covered));
         remaining = next;
         if !b.cond.is_empty() {
             changed |= super::dup::settle(b);
@@ -207,6 +256,30 @@ pub(super) fn prune(
     }
     stats.prune_rounds = round;
     Ok(remaining)
+}
+
+/// The reachability index over session chains, or where it would take more memory than
+/// allowed, searches bounded by topological position.
+fn reach_index(
+    b: &Built,
+    opts: &Options,
+    csr: &Csr,
+    order: &[graph::Node],
+    topo_pos: &[u32],
+) -> Reach {
+    if ChainReach::memory_needed(b.num_nodes, b.num_chains) <= opts.reach_memory_cap {
+        Reach::Chains(ChainReach::build(
+            b.num_nodes,
+            b.num_chains,
+            b.chain_of.clone(),
+            csr,
+            order,
+        ))
+    } else {
+        Reach::Search {
+            pos: topo_pos.to_vec(),
+        }
+    }
 }
 
 /// Leaves out of a round's new edges those that others in it imply through a session chain:

@@ -275,6 +275,7 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                             prune,
                             skip_unobserved,
                             thin_edges: skip_unobserved,
+                            prune_search_few: skip_unobserved,
                             count_versions: coalesce,
                             solver,
                             solver_order_phase: phase,

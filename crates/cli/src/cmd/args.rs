@@ -67,6 +67,10 @@ pub struct CheckFlags {
     /// through a session are left out; reachability is the same).
     #[arg(long)]
     pub(crate) no_thin_edges: bool,
+    /// Build the reachability index for every pruning pass (by default a pass testing a few
+    /// constraints searches the graph instead, within a budget).
+    #[arg(long)]
+    pub(crate) no_prune_search_few: bool,
     /// Weak levels, where values repeat: do not check serializability first (which, where it
     /// holds, settles every weaker level at once).
     #[arg(long)]
@@ -177,6 +181,7 @@ impl Default for CheckFlags {
             no_prune: false,
             no_skip_unobserved: false,
             no_thin_edges: false,
+            no_prune_search_few: false,
             no_weak_ser_first: false,
             no_weak_prune_candidates: false,
             no_count_versions: false,
@@ -292,6 +297,7 @@ impl CheckArgs {
             prune: !self.no_prune,
             skip_unobserved: !self.no_skip_unobserved,
             thin_edges: !self.no_thin_edges,
+            prune_search_few: !self.no_prune_search_few,
             weak_ser_first: !self.no_weak_ser_first,
             weak_prune_candidates: !self.no_weak_prune_candidates,
             count_versions: !self.no_count_versions,
