@@ -210,9 +210,11 @@ fn run_once(
     let decided = match Decision::of(&opts) {
         Decision::Polygraph => ser::decide(&mut b, &opts, &mut stats, &mut timings),
     };
+    // A certificate's time counts from here: it needs the edges the build left out.
+    let t = Instant::now();
     if !matches!(decided, Decided::Accept { .. }) {
         if b.spare_left_out > 0 {
-            b.spare = left_out_edges(h, &opts, &committed_unknown);
+            b.spare = left_out_edges(h, &mut r, &opts, &committed_unknown);
         }
         b.restore_spare();
     }
@@ -226,7 +228,6 @@ fn run_once(
             }
         }
     }
-    let t = Instant::now();
     let verdict = |cert: crate::Certificate| Verdict::Reject(Box::new(cert));
     let mut snapshots = Vec::new();
     let mut also = Vec::new();
@@ -316,16 +317,24 @@ fn build_graph(
 
 /// The known edges the first build left out (`Built::spare`), for a certificate: the same
 /// build again, deterministic, keeping them this time. Only a check that did not accept pays
-/// for it, and only where edges were left out.
+/// for it, and only where edges were left out. `r` is the resolution the first build was
+/// given, unless that build named the writers of ambiguous reads in it: then it is made again.
 fn left_out_edges(
     h: &History,
+    r: &mut Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
 ) -> Vec<(Node, Node, Label)> {
-    let mut r = krait_history::resolve(h);
+    let mut fresh = None;
+    // Without ambiguous reads the build writes nothing into the resolution.
+    let r = if r.ambiguous.is_empty() {
+        r
+    } else {
+        fresh.insert(krait_history::resolve(h))
+    };
     // The first build of the same history succeeded, so this one does; were it not to, the
     // certificate would still hold, its steps shown through session detours.
-    build_graph(h, &mut r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare)
+    build_graph(h, r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare)
 }
 
 /// The writer each ambiguous read was matched to, in the reader's op order.
