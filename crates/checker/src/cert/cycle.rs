@@ -130,9 +130,9 @@ fn smallest_cycle_among(
     Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
 }
 
-/// Node visits a certificate's cycle search may spend once it has a cycle (a few linear passes
+/// Edges a certificate's cycle search may look at once it has a cycle (a few linear passes
 /// over a million-transaction component).
-const CYCLE_SEARCH_BUDGET: usize = 4_000_000;
+pub(crate) const CYCLE_SEARCH_BUDGET: usize = 16_000_000;
 
 /// Ambiguous reads a core's summary names before counting the rest.
 const SUMMARY_READS: usize = 3;

@@ -43,8 +43,16 @@ pub(crate) fn weak_certificate(
         };
         (c, false)
     };
-    let cyc =
-        graph::best_cycle(&csr, &comp, cid, &members, cost, 64, 4_000_000).expect("a cycle exists");
+    let cyc = graph::best_cycle(
+        &csr,
+        &comp,
+        cid,
+        &members,
+        cost,
+        64,
+        super::cycle::CYCLE_SEARCH_BUDGET,
+    )
+    .expect("a cycle exists");
     let name = |x: Node| -> String {
         if x == INIT {
             "INIT".to_string()
