@@ -82,8 +82,13 @@ impl ChainReach {
 pub(crate) fn gate_preds(b: &Built) -> Csr {
     let n = b.num_nodes;
     let fg = b.first_gate;
-    let rev: Vec<(Node, Node)> = b.edges.iter().copied().filter(|&(_, v)| v >= fg).collect();
-    Csr::build(n, &rev, true)
+    // Most of a read-heavy graph's edges go into gates: no copy of them first.
+    Csr::build_from(n, || {
+        b.edges
+            .iter()
+            .filter(move |&&(_, v)| v >= fg)
+            .map(|&(u, v)| (v, u))
+    })
 }
 
 pub(crate) enum Reach {
