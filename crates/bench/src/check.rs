@@ -2,7 +2,7 @@
 //! memory per history, and with `--ablation` each technique turned off in turn (and all of
 //! them: the paper's plain polygraph), to show what each one buys.
 
-use crate::common::{child, find_data, mb, name_of, read_heavy, size_of_name};
+use crate::common::{child, find_data, mb, name_of, read_heavy, read_heavy_rejects, size_of_name};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,7 +28,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// Also check generated read-heavy histories (36 sessions, 160 operations per transaction,
-    /// 98% reads; 8k and 80k transactions; Cobra logs and JSON Lines), kept in `--dir`.
+    /// 98% reads; 8k and 80k transactions; Cobra logs and JSON Lines; and, REJECT, the same with
+    /// fractured reads), kept in `--dir`.
     #[arg(long)]
     pub read_heavy: bool,
     /// Where the generated read-heavy histories are kept.
@@ -64,6 +65,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     }
     if a.read_heavy {
         paths.extend(read_heavy(&a.dir)?);
+        paths.extend(read_heavy_rejects(&a.dir)?);
     }
     let variants = variants(a.ablation);
     let header = format!(

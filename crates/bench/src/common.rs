@@ -68,26 +68,46 @@ pub fn read_heavy(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     for txns in [8_000, 80_000] {
         for (format, ext) in [("cobra", ""), ("jsonl", ".jsonl")] {
             let p = dir.join(format!("readheavy-{txns}{ext}"));
-            let args = [
-                "--sessions",
-                "36",
-                "--txns",
-                &txns.to_string(),
-                "--ops-per-txn",
-                "160",
-                "--read-ratio",
-                "0.98",
-                "--seed",
-                "3",
-                "--format",
-                format,
-            ]
-            .map(String::from);
-            generate_once(&p, &args)?;
+            generate_once(&p, &read_heavy_args(txns, format, &[]))?;
             v.push(p);
         }
     }
     Ok(v)
+}
+
+/// The same shape with a fractured read in about one transaction in 10,000 (so REJECT, as the
+/// FaunaDB history is): what a violation's certificate costs on such a graph. Cobra logs only.
+pub fn read_heavy_rejects(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut v = Vec::new();
+    for txns in [8_000, 80_000] {
+        let p = dir.join(format!("readheavy-{txns}-fr"));
+        generate_once(
+            &p,
+            &read_heavy_args(txns, "cobra", &["--fractured-reads", "0.0001"]),
+        )?;
+        v.push(p);
+    }
+    Ok(v)
+}
+
+fn read_heavy_args(txns: u64, format: &str, more: &[&str]) -> Vec<String> {
+    let txns = txns.to_string();
+    let base = [
+        "--sessions",
+        "36",
+        "--txns",
+        &txns,
+        "--ops-per-txn",
+        "160",
+        "--read-ratio",
+        "0.98",
+        "--seed",
+        "3",
+        "--format",
+        format,
+    ];
+    base.iter().chain(more).map(|s| s.to_string()).collect()
 }
 
 /// Every history under the shared Cobra data, by folder, workload and size.
