@@ -161,6 +161,8 @@ impl Built {
     /// Puts the left-out edges back, for certificates: a cycle then shows each step as the
     /// history stated it, not as a detour through a session.
     pub(crate) fn restore_spare(&mut self) {
+        self.edges.reserve(self.spare.len());
+        self.labels.reserve(self.spare.len());
         for (u, v, l) in std::mem::take(&mut self.spare) {
             self.edges.push((u, v));
             self.labels.push(l);

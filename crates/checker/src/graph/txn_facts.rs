@@ -33,6 +33,10 @@ pub(super) fn all_facts(
             f.reads.reserve(ops);
             let mut ks = KeySlots::new(h, &final_write);
             let mut sink = EdgeSink::new(bref.keep_spare);
+            if bref.keep_spare {
+                // Left-out write→read edges: at most one a read too.
+                sink.spare.reserve(ops);
+            }
             let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
             for node in lo..hi {
                 txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
