@@ -78,7 +78,12 @@ pub fn run(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     if let Some(file) = &a.junit {
         crate::junit::write(file, &a.path, a.level_name(), Some(&report), total)?;
     }
-    let json = verdict_json(a, &loaded, &report, load_time, total)?;
+    // Made only where it is printed or written.
+    let json = if a.json || a.report.is_some() {
+        verdict_json(a, &loaded, &report, load_time, total)?
+    } else {
+        serde_json::Value::Null
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
