@@ -213,8 +213,8 @@ fn run_once(
     // A certificate's time counts from here: it needs the edges the build left out.
     let t = Instant::now();
     if !matches!(decided, Decided::Accept { .. }) {
-        if b.spare_left_out > 0 {
-            b.spare = left_out_edges(h, &mut r, &opts, &committed_unknown);
+        if b.spare.left_out > 0 {
+            b.spare.edges = left_out_edges(h, &mut r, &opts, &committed_unknown);
         }
         b.restore_spare();
     }
@@ -334,7 +334,7 @@ fn left_out_edges(
     };
     // The first build of the same history succeeded, so this one does; were it not to, the
     // certificate would still hold, its steps shown through session detours.
-    build_graph(h, r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare)
+    build_graph(h, r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare.edges)
 }
 
 /// The writer each ambiguous read was matched to, in the reader's op order.

@@ -2,6 +2,7 @@
 //! session order and write→read edges, and the read-modify-write steps that later become chains.
 //! A read no serial order can explain is returned as a typed [`Finding`], not in words.
 
+use super::thin::Spare;
 use super::{Choice, CondEdge, EdgeKind, Facts, Known, Label, Node, NO_KEY};
 use crate::findings::Finding;
 use crate::Options;
@@ -49,10 +50,8 @@ pub struct Built {
     /// certificates. Only kept with `keep_spare`: an accepted check never needs them, and on
     /// read-heavy histories they outnumber the graph's own edges (14M at 80k transactions ×
     /// 160 reads, 280 MB), so a check that needs a certificate builds the graph again to get
-    /// them (`pipeline`); `spare_left_out` counts those not kept.
-    pub spare: Vec<(Node, Node, Label)>,
-    pub keep_spare: bool,
-    pub spare_left_out: usize,
+    /// them (`pipeline`).
+    pub spare: Spare,
     pub constraints: Vec<Constraint>,
     /// Edge arena for constraints: (u, v, label).
     pub cedges: Vec<(Node, Node, Label)>,
@@ -128,9 +127,7 @@ pub fn build(
         first_gate: ntx as Node,
         edges: Vec::new(),
         labels: Vec::new(),
-        spare: Vec::new(),
-        keep_spare,
-        spare_left_out: 0,
+        spare: Spare::new(keep_spare),
         constraints: Vec::new(),
         cedges: Vec::new(),
         chain_of: vec![(u32::MAX, 0u32); ntx],
@@ -253,7 +250,7 @@ fn forget_key(b: &mut Built, f: &mut Facts, k: u32) {
         .filter(|(_, l)| l.key != k)
         .map(|(&e, &l)| (e, l))
         .unzip();
-    b.spare.retain(|e| e.2.key != k);
+    b.spare.edges.retain(|e| e.2.key != k);
 }
 
 /// The key a version-order finding is about.

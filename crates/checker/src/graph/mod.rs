@@ -241,7 +241,6 @@ pub(crate) fn sort_facts(
     use rayon::prelude::*;
     const BLOCK_BITS: u32 = 7;
     let total: usize = parts.iter().map(Vec::len).sum();
-    let in_reader_order = parts.iter().flatten().is_sorted_by_key(|r| r.2);
     if total < 1 << 14 || num_keys == 0 {
         let mut v = parts.concat();
         v.sort_unstable();
@@ -249,7 +248,7 @@ pub(crate) fn sort_facts(
     }
     let blocks = (num_keys >> BLOCK_BITS) + 1;
     let mut v = vec![(0, 0, 0); total];
-    let ends = if in_reader_order {
+    let ends = if parts.iter().flatten().is_sorted_by_key(|r| r.2) {
         counting_sort_into(parts.iter().flatten(), &mut v, blocks, |r| {
             r.0 >> BLOCK_BITS
         })

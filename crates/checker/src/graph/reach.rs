@@ -158,8 +158,8 @@ impl Budgeted {
         st.stack.push(x);
         st.seen[x as usize] = mark;
         while let Some(u) = st.stack.pop() {
-            let extra = more.map_or(&[][..], |m| m.succ(u));
-            let (succ, n) = (csr.succ(u), csr.succ(u).len() + extra.len());
+            let (succ, extra) = (csr.succ(u), more.map_or(&[][..], |m| m.succ(u)));
+            let n = succ.len() + extra.len();
             if n > st.edges_left {
                 st.exhausted = true;
                 return false;

@@ -78,11 +78,48 @@ impl WrThinner {
                 *fi = (rc, rp);
             }
             if later_writer || earlier_reader {
-                sink.leave_out(w, r, l);
+                sink.spare.leave_out(w, r, l);
             } else {
                 sink.push(w, r, l);
             }
         }
+    }
+}
+
+/// Edges thinning left out. Kept only with `keep` (for a certificate, which shows each step as
+/// the history stated it); otherwise only counted, so a check that needs them knows to build
+/// the graph again keeping them (`pipeline`).
+#[derive(Default)]
+pub struct Spare {
+    pub keep: bool,
+    pub edges: Vec<(Node, Node, Label)>,
+    pub left_out: usize,
+}
+
+impl Spare {
+    pub(crate) fn new(keep: bool) -> Spare {
+        Spare {
+            keep,
+            ..Default::default()
+        }
+    }
+    #[inline]
+    pub(crate) fn leave_out(&mut self, u: Node, v: Node, l: Label) {
+        if self.keep {
+            self.edges.push((u, v, l));
+        } else {
+            self.left_out += 1;
+        }
+    }
+    /// Room for `n` more, where they are kept.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        if self.keep {
+            self.edges.reserve(n);
+        }
+    }
+    pub(crate) fn absorb(&mut self, other: &Spare) {
+        self.edges.extend_from_slice(&other.edges);
+        self.left_out += other.left_out;
     }
 }
 
@@ -91,25 +128,14 @@ impl WrThinner {
 pub(crate) struct EdgeSink {
     pub(crate) edges: Vec<(Node, Node)>,
     pub(crate) labels: Vec<Label>,
-    /// Left-out edges, kept only with `keep_spare` (see [`Built::keep_spare`]).
-    pub(crate) spare: Vec<(Node, Node, Label)>,
-    pub(crate) keep_spare: bool,
-    pub(crate) spare_left_out: usize,
+    pub(crate) spare: Spare,
 }
 
 impl EdgeSink {
     pub(crate) fn new(keep_spare: bool) -> EdgeSink {
         EdgeSink {
-            keep_spare,
+            spare: Spare::new(keep_spare),
             ..Default::default()
-        }
-    }
-    #[inline]
-    fn leave_out(&mut self, u: Node, v: Node, l: Label) {
-        if self.keep_spare {
-            self.spare.push((u, v, l));
-        } else {
-            self.spare_left_out += 1;
         }
     }
     #[inline]
@@ -121,8 +147,7 @@ impl EdgeSink {
     pub(crate) fn drain_into(self, b: &mut Built) {
         b.edges.extend_from_slice(&self.edges);
         b.labels.extend_from_slice(&self.labels);
-        b.spare.extend_from_slice(&self.spare);
-        b.spare_left_out += self.spare_left_out;
+        b.spare.absorb(&self.spare);
     }
 }
 
@@ -139,7 +164,7 @@ pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Lab
                 c2 == c && p2 > p
             });
         if implied {
-            b.leave_out(u, target, label);
+            b.spare.leave_out(u, target, label);
         } else {
             b.edges.push((u, target));
             b.labels.push(label);
@@ -148,22 +173,13 @@ pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Lab
 }
 
 impl Built {
-    /// Keeps a left-out edge for certificates, or only counts it (see [`Built::keep_spare`]).
-    #[inline]
-    pub(crate) fn leave_out(&mut self, u: Node, v: Node, l: Label) {
-        if self.keep_spare {
-            self.spare.push((u, v, l));
-        } else {
-            self.spare_left_out += 1;
-        }
-    }
-
     /// Puts the left-out edges back, for certificates: a cycle then shows each step as the
     /// history stated it, not as a detour through a session.
     pub(crate) fn restore_spare(&mut self) {
-        self.edges.reserve(self.spare.len());
-        self.labels.reserve(self.spare.len());
-        for (u, v, l) in std::mem::take(&mut self.spare) {
+        let spare = std::mem::take(&mut self.spare.edges);
+        self.edges.reserve(spare.len());
+        self.labels.reserve(spare.len());
+        for (u, v, l) in spare {
             self.edges.push((u, v));
             self.labels.push(l);
         }

@@ -32,11 +32,9 @@ pub(super) fn all_facts(
             // At most one fact per op: sized once, not grown through copies.
             f.reads.reserve(ops);
             let mut ks = KeySlots::new(h, &final_write);
-            let mut sink = EdgeSink::new(bref.keep_spare);
-            if bref.keep_spare {
-                // Left-out write→read edges: at most one a read too.
-                sink.spare.reserve(ops);
-            }
+            let mut sink = EdgeSink::new(bref.spare.keep);
+            // Left-out write→read edges: at most one a read too.
+            sink.spare.reserve(ops);
             let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
             for node in lo..hi {
                 txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
@@ -52,7 +50,7 @@ pub(super) fn all_facts(
     let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
     b.edges.reserve(total(|p| p.1.edges.len()));
     b.labels.reserve(total(|p| p.1.labels.len()));
-    b.spare.reserve(total(|p| p.1.spare.len()));
+    b.spare.reserve(total(|p| p.1.spare.edges.len()));
     for (f, sink) in parts {
         all.read_parts.push(f.reads);
         all.writes.extend(f.writes);

@@ -34,9 +34,7 @@ pub(super) fn chains_and_constraints(
     // At most an edge a read, and a few a chain: reserved once, not grown through copies.
     b.edges.reserve(reads.len() + 2 * writes.len());
     b.labels.reserve(reads.len() + 2 * writes.len());
-    if b.keep_spare {
-        b.spare.reserve(reads.len());
-    }
+    b.spare.reserve(reads.len());
     let mut rd = key_groups(reads, |r| r.0).peekable();
     let mut rm = key_groups(rmws, |r| r.0).peekable();
     let mut chains: Vec<Vec<Node>> = Vec::new();
