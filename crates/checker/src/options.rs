@@ -90,6 +90,14 @@ pub struct Options {
     /// those no level allows it to have read (an aborted, an overwritten or its own later
     /// write), so fewer choices are tried.
     pub weak_prune_candidates: bool,
+    /// Weak levels on histories whose values repeat: from a choice of writers that breaks the
+    /// level, learn which reads' writers the violation needs and try no other choice that
+    /// keeps them (otherwise the choices are tried one by one).
+    pub weak_learn: bool,
+    /// With `weak_learn`: give the solver read committed's or read atomic's edges for every
+    /// choice up front (a variable per candidate writer), so it proposes only choices that
+    /// keep them acyclic, instead of learning each family of broken choices by a check.
+    pub weak_encode: bool,
     /// A pruning pass that tests only a few constraints (and pairs no chains) answers them by
     /// searches of the known graph instead of building the reachability index, which costs
     /// nodes × sessions; past a budget of edges searched it builds the index after all.
@@ -139,6 +147,8 @@ impl Default for Options {
             count_versions: true,
             weak_ser_first: true,
             weak_prune_candidates: true,
+            weak_learn: true,
+            weak_encode: true,
             prune_search_few: true,
             prune_rounds: 64,
             strict: None,

@@ -14,7 +14,9 @@
 //! writes not seen) are the same as for every level.
 
 mod axioms;
+mod encode;
 mod facts;
+mod learn;
 mod repeated;
 
 use crate::graph::{EdgeKind, Label, Node, INIT};
@@ -110,13 +112,7 @@ pub(crate) fn check_resolved(
     drop(r);
     stats.txns_checked = f.node_txn.len();
     stats.unknown_outcome_excluded = f.excluded_unknown;
-    // Forced edges per level; causal needs the known edges acyclic to order its sweep.
-    let forced = match level {
-        Level::ReadCommitted => axioms::read_committed(&f),
-        Level::ReadAtomic => axioms::read_atomic(&f),
-        // None: session order and write→read close a cycle already, which the check finds.
-        _ => axioms::causal(&f).unwrap_or_default(),
-    };
+    let forced = forced_edges(level, &f);
     timings.graph = t1.elapsed();
     let t = Instant::now();
     let n = f.num_nodes();
@@ -152,6 +148,35 @@ pub(crate) fn check_resolved(
         }
     };
     Ok(Some(report(verdict, stats, timings, None)))
+}
+
+/// The edges `level` forces on the facts.
+fn forced_edges(level: Level, f: &Facts) -> Vec<Forced> {
+    match level {
+        Level::ReadCommitted => axioms::read_committed(f),
+        Level::ReadAtomic => axioms::read_atomic(f),
+        // None: session order and write→read close a cycle already, which the check finds.
+        _ => axioms::causal(f).unwrap_or_default(),
+    }
+}
+
+/// None if `level` holds with the writers `r` names; else, per violation found, the reads
+/// of repeated values whose chosen writers it needs (see `learn`).
+fn violations(
+    h: &History,
+    r: &krait_history::Resolution,
+    level: Level,
+    learner: &learn::Learner,
+) -> Option<Vec<Vec<u32>>> {
+    let f = match Facts::build(h, r) {
+        Ok(f) => f,
+        Err(finding) => return Some(vec![learner.of_finding(r, &finding)]),
+    };
+    let forced = forced_edges(level, &f);
+    match topo_order_of(f.num_nodes(), || graph_edges(&f, &forced)).0 {
+        Ok(_) => None,
+        Err(()) => Some(learner.of_cycles(r, &f, &forced)),
+    }
 }
 
 /// A topological order of the graph on `n` nodes whose edges `edges` makes (twice: to count,

@@ -1,23 +1,29 @@
 //! The weak levels on histories whose written values repeat, so that a read may have read any
 //! of several writes. Which one it read changes the level's premises, and deciding whether some
 //! choice satisfies a weak level is NP-complete in general (Biswas and Enea), so this is exact
-//! but not polynomial: every choice of writer for the reads in doubt is checked in turn by the
-//! polynomial check, and the level holds iff one of them passes.
+//! but not polynomial: a SAT solver over the choices proposes one, the polynomial check tries
+//! it, and a choice that breaks the level teaches a clause — not all of the choices its
+//! violation needs together (`learn`) — until a choice passes or none is left. Most violations
+//! need the writers of a few reads, so one clause rules out a whole family of choices; with
+//! `Options::weak_learn` off the choices are tried one by one, [`MAX_TRIES`] at most.
 //!
 //! First (`Options::weak_ser_first`) serializability is checked, by the engine that handles
 //! repeated values with constraints and the solver: a serializable history satisfies every
 //! weaker level, whichever writes its reads saw. Most histories of correct databases end there.
-//! Past [`MAX_TRIES`] choices, or the check's timeout, the verdict is unknown with the reason.
+//! Past the check's timeout, or [`MAX_WORK`] operations checked over all the choices tried,
+//! the verdict is unknown with the reason.
 
+use super::learn::Learner;
 use crate::{CheckError, Level, Options, Report, Verdict};
 use krait_history::{History, Resolution};
+use krait_solver::{Budget, Cdcl, CdclOptions, Lit, Outcome, Problem, Var};
 use std::borrow::Cow;
 use std::time::Instant;
 
-/// Choices of writers tried at most: each is a whole check of the history.
-pub(crate) const MAX_TRIES: u64 = 4096;
-/// And at most this many operations checked over all tries.
-const MAX_WORK: u64 = 1 << 30;
+/// Operations checked at most over all the choices tried.
+const MAX_WORK: u64 = 1 << 31;
+/// Choices tried at most one by one (without learning).
+const MAX_TRIES: u64 = 1 << 15;
 
 /// Checks `h` at `opts.level`, `r` having reads with several possible writers.
 pub(crate) fn run(
@@ -58,10 +64,8 @@ pub(crate) fn run(
             )
         })
         .collect();
-    let tries = doubt
-        .iter()
-        .try_fold(1u64, |n, (_, c)| n.checked_mul(c.len() as u64))
-        .filter(|&n| n <= MAX_TRIES && n.saturating_mul(h.num_ops() as u64) <= MAX_WORK);
+    r.ambiguous.clear();
+    r.cand_ops.clear();
     let unknown = |reason: String, first: Option<Report>| {
         let mut rep = first.unwrap_or_else(|| {
             Report::plain(
@@ -73,69 +77,217 @@ pub(crate) fn run(
             )
         });
         rep.verdict = Verdict::Unknown { reason };
+        rep.stats.ambiguous_reads = doubt.len();
         Ok(rep)
     };
-    let Some(tries) = tries else {
-        return unknown(
-            format!(
-                "{} reads of values written more than once could each have read one of several writes: too many ways to choose for a check of each ({MAX_TRIES} at most, fewer on large histories){}",
-                doubt.len(),
-                if opts.weak_ser_first {
-                    " (the history is not serializable, which would have settled it)"
-                } else {
-                    ""
-                }
-            ),
-            None,
-        );
+    // One variable per candidate writer of each read in doubt, in order, and a clause that
+    // it read one of them. Several true is no harm: each only adds edges, so the first true
+    // one is the choice tried.
+    let mut p = Problem::new(0);
+    let mut base = Vec::with_capacity(doubt.len());
+    let mut index = vec![u32::MAX; h.num_ops()];
+    for (d, (o, cands)) in doubt.iter().enumerate() {
+        base.push(p.num_vars);
+        index[*o as usize] = d as u32;
+        let vars: Vec<Lit> = cands.iter().map(|_| Lit::pos(p.new_var())).collect();
+        p.clauses.push(vars);
+    }
+    if opts.weak_learn && opts.weak_encode {
+        super::encode::encode(h, &r, &doubt, &base, opts.level, &mut p);
+    }
+    // The first proposal: each read's likeliest writer.
+    let likely: Vec<usize> = doubt
+        .iter()
+        .map(|(o, cands)| likeliest(h, &r, *o, cands))
+        .collect();
+    for (d, (_, cands)) in doubt.iter().enumerate() {
+        p.phases
+            .extend((0..cands.len()).map(|j| (Var(base[d] + j as u32), j == likely[d])));
+    }
+    let mut doubtful = vec![false; h.num_ops()];
+    for (o, _) in &doubt {
+        doubtful[*o as usize] = true;
+    }
+    let all: Vec<u32> = doubt.iter().map(|(o, _)| *o).collect();
+    let learner = Learner {
+        h,
+        doubtful: &doubtful,
+        precise: opts.weak_learn,
+        all: &all,
     };
-    r.ambiguous.clear();
-    r.cand_ops.clear();
     let deadline = [opts.timeout.map(|d| t0 + d), opts.budget.deadline]
         .into_iter()
         .flatten()
         .min();
+    let budget = Budget {
+        deadline,
+        interrupt: opts.budget.interrupt.clone(),
+        ..Budget::default()
+    };
+    // Tried one by one, every choice; too many is an unknown verdict at once.
+    let one_by_one = doubt
+        .iter()
+        .try_fold(1u64, |n, (_, c)| n.checked_mul(c.len() as u64))
+        .filter(|&n| n <= MAX_TRIES);
+    let one_by_one = match one_by_one {
+        Some(n) => n,
+        None if opts.weak_learn => u64::MAX,
+        None => {
+            return unknown(
+                format!(
+                    "{} reads of values written more than once could each have read one of several writes: too many ways to choose to try one by one ({MAX_TRIES} at most; learning from broken choices is off)",
+                    doubt.len()
+                ),
+                None,
+            )
+        }
+    };
     let mut pick = vec![0usize; doubt.len()];
     let mut first: Option<Report> = None;
-    for n in 0..tries {
+    let (mut tried, mut learnt) = (0u64, 0u64);
+    let work_per_try = h.num_ops().max(1) as u64;
+    let refuted = loop {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return unknown(
-                format!("the timeout came after {n} of the {tries} ways to choose the writers of reads of repeated values"),
+                format!("the timeout came after {tried} choices of which write each of {} reads of repeated values saw, none of them {name}", doubt.len()),
                 first,
             );
         }
-        for ((op, cands), &i) in doubt.iter().zip(&pick) {
-            r.read_from[*op as usize] = cands[i];
+        if tried.saturating_mul(work_per_try) >= MAX_WORK {
+            return unknown(
+                format!("{tried} choices of which write each of {} reads of repeated values saw were tried, none of them {name}, and more would take too long", doubt.len()),
+                first,
+            );
         }
-        // The first violation is the one shown: the others need no certificate.
-        let again = || r.clone();
-        let want: Option<&dyn Fn() -> Resolution> =
-            if first.is_none() { Some(&again) } else { None };
-        let checked = super::check_resolved(h, Cow::Borrowed(&r), opts, t0.elapsed(), want)?;
-        if let Some(mut rep) = checked {
+        let model = if opts.weak_learn {
+            match Cdcl::new(CdclOptions::default()).solve_raw(&p, &budget) {
+                Outcome::Sat { model, .. } => Some(model),
+                Outcome::Unsat { .. } => break true,
+                Outcome::Unknown(_) => {
+                    return unknown(
+                        format!("the time ran out after {tried} choices of which write each of {} reads of repeated values saw, none of them {name}", doubt.len()),
+                        first,
+                    )
+                }
+            }
+        } else {
+            // One by one, as an odometer.
+            if tried == one_by_one {
+                break true;
+            }
+            if tried > 0 {
+                for (i, (_, cands)) in pick.iter_mut().zip(&doubt) {
+                    *i += 1;
+                    if *i < cands.len() {
+                        break;
+                    }
+                    *i = 0;
+                }
+            }
+            None
+        };
+        for (d, (op, cands)) in doubt.iter().enumerate() {
+            if let Some(model) = &model {
+                let b = base[d] as usize;
+                pick[d] = (0..cands.len()).find(|&j| model[b + j]).unwrap_or(0);
+            }
+            r.read_from[*op as usize] = cands[pick[d]];
+        }
+        tried += 1;
+        let Some(broken) = super::violations(h, &r, opts.level, &learner) else {
+            let rep = super::check_resolved(h, Cow::Borrowed(&r), opts, t0.elapsed(), None)?;
+            let mut rep = rep.expect("the choice that holds holds again");
             rep.stats.ambiguous_reads = doubt.len();
-            if rep.verdict.is_accept() {
-                return Ok(rep);
-            }
-            first.get_or_insert(rep);
+            return Ok(rep);
+        };
+        if first.is_none() {
+            // The first violation is the one shown: the others need no certificate.
+            let again = || r.clone();
+            first = super::check_resolved(h, Cow::Borrowed(&r), opts, t0.elapsed(), Some(&again))?;
         }
-        // The next choice, as an odometer.
-        for (i, (_, cands)) in pick.iter_mut().zip(&doubt) {
-            *i += 1;
-            if *i < cands.len() {
-                break;
-            }
-            *i = 0;
+        let mut empty = false;
+        for need in broken.into_iter().filter(|_| opts.weak_learn) {
+            learnt += 1;
+            empty |= need.is_empty();
+            p.clauses.push(
+                need.iter()
+                    .map(|&o| {
+                        let d = index[o as usize] as usize;
+                        Lit::neg(Var(base[d] + pick[d] as u32))
+                    })
+                    .collect(),
+            );
         }
+        if empty {
+            break true;
+        }
+        // The next proposal starts from this one, so it changes only what it must.
+        if let Some(model) = model {
+            p.phases = model
+                .iter()
+                .enumerate()
+                .map(|(v, &b)| (Var(v as u32), b))
+                .collect();
+        }
+    };
+    debug_assert!(refuted);
+    if first.is_none() {
+        // Refuted before any choice was tried (by the edges given up front): the likeliest
+        // choice shows a violation.
+        for (d, (op, cands)) in doubt.iter().enumerate() {
+            r.read_from[*op as usize] = cands[likely[d]];
+        }
+        let again = || r.clone();
+        first = super::check_resolved(h, Cow::Borrowed(&r), opts, t0.elapsed(), Some(&again))?;
     }
-    let mut rep = first.expect("at least one choice is tried");
+    let mut rep = first.expect("a certificate was asked for");
+    rep.stats.ambiguous_reads = doubt.len();
     if let Verdict::Reject(c) = &mut rep.verdict {
+        let how = if tried == 0 {
+            "the solver ruled them all out from the level's edges; shown, the likeliest".to_string()
+        } else if opts.weak_learn {
+            format!("{tried} tried, the others ruled out by the solver and the {learnt} violations learnt from those; shown, the first")
+        } else {
+            format!("all {tried} tried; shown, the first")
+        };
         c.summary = format!(
-            "{} (values repeat: each of the {tries} ways to choose which write each read of a repeated value saw breaks {name}; shown, the first)",
-            c.summary
+            "{} (values repeat: every way to choose which write each of the {} reads of a repeated value saw breaks {name}: {how})",
+            c.summary,
+            doubt.len(),
         );
     }
     Ok(rep)
+}
+
+/// Which of `cands` read `read` most likely read, as a first guess (any guess is exact, a good
+/// one saves choices tried): the reader's own earlier write; else, with timestamps, the last
+/// to commit before the reader started, then the initial value, then the first to commit
+/// after; without, the last earlier one in the reader's session, then the initial value,
+/// then the first listed.
+fn likeliest(h: &History, r: &Resolution, read: u32, cands: &[u32]) -> usize {
+    use krait_history::{FROM_INIT, NO_TIME};
+    let t = r.op_txn[read as usize];
+    let timed = |x: u64| x != NO_TIME;
+    let start = h.txn_start.get(t as usize).copied().filter(|&x| timed(x));
+    let rank = |w: u32| -> (u8, u64) {
+        if w == FROM_INIT || w >= krait_history::FROM_AMBIGUOUS {
+            return (2, 0);
+        }
+        let wt = r.op_txn[w as usize];
+        if wt == t {
+            return (0, 0);
+        }
+        let commit = h.txn_commit.get(wt as usize).copied().filter(|&x| timed(x));
+        match (start, commit) {
+            (Some(s), Some(c)) if c <= s => (1, u64::MAX - c),
+            (Some(_), Some(c)) => (3, c),
+            _ if h.session_of(wt) == h.session_of(t) && wt < t => (1, u64::MAX - wt as u64),
+            _ => (3, u64::MAX),
+        }
+    };
+    (0..cands.len())
+        .min_by_key(|&j| rank(cands[j]))
+        .unwrap_or(0)
 }
 
 /// Whether read `read` may have read write `w` in a history that satisfies any level: not a

@@ -79,6 +79,14 @@ pub struct CheckFlags {
     /// (aborted, overwritten, the reader's own later write).
     #[arg(long)]
     pub(crate) no_weak_prune_candidates: bool,
+    /// Weak levels, where values repeat: try the choices of writers one by one, learning
+    /// nothing from a choice that breaks the level about the others.
+    #[arg(long)]
+    pub(crate) no_weak_learn: bool,
+    /// Weak levels, where values repeat: give the solver no edges up front, only what each
+    /// broken choice teaches.
+    #[arg(long)]
+    pub(crate) no_weak_encode: bool,
     /// Where values repeat, do not reject at once a key whose value more transactions read and
     /// then overwrote than there are versions of it (a lost update found by counting); the
     /// solver then finds it.
@@ -184,6 +192,8 @@ impl Default for CheckFlags {
             no_prune_search_few: false,
             no_weak_ser_first: false,
             no_weak_prune_candidates: false,
+            no_weak_learn: false,
+            no_weak_encode: false,
             no_count_versions: false,
             prune_rounds: 64,
             no_order_phase: false,
@@ -300,6 +310,8 @@ impl CheckArgs {
             prune_search_few: !self.no_prune_search_few,
             weak_ser_first: !self.no_weak_ser_first,
             weak_prune_candidates: !self.no_weak_prune_candidates,
+            weak_learn: !self.no_weak_learn,
+            weak_encode: !self.no_weak_encode,
             count_versions: !self.no_count_versions,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),
