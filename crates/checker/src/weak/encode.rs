@@ -19,9 +19,10 @@ use krait_history::{
 };
 use krait_solver::{Lit, Problem};
 
-/// Forced edges that need two choices given a variable at most: past it, the rest are left
-/// to learning.
-const MAX_AUX: usize = 1 << 22;
+/// Literals in the clauses and edges of the encoding at most (each pair of reads behind a
+/// forced edge is a clause): past it, the rest of the forced edges are left to learning, so
+/// memory stays within a few hundred megabytes however many candidates the reads have.
+const MAX_SIZE: usize = 1 << 22;
 
 /// Adds to `p` (whose variables `base[d]..` are the candidates of `doubt[d]`) the graph of
 /// `level`'s premises over nodes 0 (the initial state) and t + 1 for transaction t.
@@ -130,7 +131,7 @@ pub(super) fn encode(
             }
             reads.push((k, cands));
         }
-        if in_doubt && aux.len() < MAX_AUX {
+        if in_doubt && size(p) < MAX_SIZE {
             // Forced edges t3 → t1: read j of x from t1, read i of t3, t3 writes x.
             for (j, (x, c1)) in reads.iter().enumerate() {
                 for (i, (_, c3)) in reads.iter().enumerate() {
@@ -171,6 +172,11 @@ pub(super) fn encode(
             last_writer.insert((s, k), n2);
         }
     }
+}
+
+/// Literals in `p`'s clauses and edges, roughly.
+fn size(p: &Problem) -> usize {
+    p.clauses.len() * 3 + p.lit_edges.len() + p.known_edges.len()
 }
 
 /// The edge t3 → t1 when both `l3` and `l1` hold (None: certain), through `aux`'s variable for

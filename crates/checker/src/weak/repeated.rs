@@ -10,18 +10,20 @@
 //! First (`Options::weak_ser_first`) serializability is checked, by the engine that handles
 //! repeated values with constraints and the solver: a serializable history satisfies every
 //! weaker level, whichever writes its reads saw. Most histories of correct databases end there.
-//! Past the check's timeout, or [`MAX_WORK`] operations checked over all the choices tried,
-//! the verdict is unknown with the reason.
+//! Past the check's timeout, or [`MAX_WORK`] over all the choices tried (each costs the
+//! operations checked and the solver's problem), the verdict is unknown with the reason.
 
 use super::learn::Learner;
 use crate::{CheckError, Level, Options, Report, Verdict};
 use krait_history::{History, Resolution};
-use krait_solver::{Budget, Cdcl, CdclOptions, Lit, Outcome, Problem, Var};
+use krait_solver::{Budget, Cdcl, CdclOptions, Engine, Lit, Outcome, Problem, StopReason, Var};
 use std::borrow::Cow;
 use std::time::Instant;
 
-/// Operations checked at most over all the choices tried.
+/// Operations checked and literals given to the solver at most, over all the choices tried.
 const MAX_WORK: u64 = 1 << 31;
+/// Conflicts the solver may have at least for one proposal, whatever the work left.
+const MIN_CONFLICTS: u64 = 1000;
 /// Choices tried at most one by one (without learning).
 const MAX_TRIES: u64 = 1 << 15;
 
@@ -145,7 +147,10 @@ pub(crate) fn run(
     let mut pick = vec![0usize; doubt.len()];
     let mut first: Option<Report> = None;
     let (mut tried, mut learnt) = (0u64, 0u64);
-    let work_per_try = h.num_ops().max(1) as u64;
+    let work_per_try = |p: &Problem| {
+        (h.num_ops() + p.clauses.len() * 2 + p.lit_edges.len() + p.known_edges.len()).max(1) as u64
+    };
+    let mut work = 0u64;
     let refuted = loop {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return unknown(
@@ -153,21 +158,42 @@ pub(crate) fn run(
                 first,
             );
         }
-        if tried.saturating_mul(work_per_try) >= MAX_WORK {
+        work = work.saturating_add(work_per_try(&p));
+        if work >= MAX_WORK {
             return unknown(
                 format!("{tried} choices of which write each of {} reads of repeated values saw were tried, none of them {name}, and more would take too long", doubt.len()),
                 first,
             );
         }
         let model = if opts.weak_learn {
-            match Cdcl::new(CdclOptions::default()).solve_raw(&p, &budget) {
+            // The solver's conflicts cost about the problem's size each: its share of the
+            // work left bounds them, so a search too hard to settle ends in an unknown
+            // verdict rather than running on.
+            let size = work_per_try(&p);
+            let budget = Budget {
+                max_conflicts: Some(((MAX_WORK - work) / size).max(MIN_CONFLICTS)),
+                ..budget.clone()
+            };
+            // Lazy decisions suit serializability's either/or constraints, not a choice
+            // among many candidates: without them, the solver was faster on both.
+            let mut solver = Cdcl::new(CdclOptions {
+                lazy_decisions: false,
+                ..CdclOptions::default()
+            });
+            let out = solver.solve_raw(&p, &budget);
+            work = work.saturating_add(solver.stats().conflicts.saturating_mul(size));
+            match out {
                 Outcome::Sat { model, .. } => Some(model),
                 Outcome::Unsat { .. } => break true,
-                Outcome::Unknown(_) => {
+                Outcome::Unknown(why) => {
+                    let what = match why {
+                        StopReason::Conflicts => "the solver's budget ran out",
+                        _ => "the time ran out",
+                    };
                     return unknown(
-                        format!("the time ran out after {tried} choices of which write each of {} reads of repeated values saw, none of them {name}", doubt.len()),
+                        format!("{what} after {tried} choices of which write each of {} reads of repeated values saw, none of them {name}", doubt.len()),
                         first,
-                    )
+                    );
                 }
             }
         } else {
