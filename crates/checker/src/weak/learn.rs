@@ -193,29 +193,16 @@ impl Learner<'_> {
                 None
             }
         };
-        let mut dist = vec![u32::MAX; n];
-        let mut via = vec![u32::MAX; n];
-        let mut q = VecDeque::new();
-        dist[from as usize] = 0;
-        q.push_back(from);
-        while let Some(x) = q.pop_front() {
+        let mut s = ZeroOne::new(n, from);
+        while let Some(x) = s.q.pop_front() {
             if x == to {
                 break;
             }
             for &(y, e) in known.succ(x) {
-                let w = u32::from(needs(e).is_some());
-                let d = dist[x as usize] + w;
-                if d < dist[y as usize] {
-                    dist[y as usize] = d;
-                    via[y as usize] = e;
-                    if w == 0 {
-                        q.push_front(y);
-                    } else {
-                        q.push_back(y);
-                    }
-                }
+                s.relax(x, y, e, u32::from(needs(e).is_some()));
             }
         }
+        let ZeroOne { dist, via, .. } = s;
         debug_assert!(
             dist[to as usize] != u32::MAX,
             "a causal edge has a causal path"
@@ -256,15 +243,11 @@ impl Learner<'_> {
                 }
             }
         };
-        let mut dist = vec![u32::MAX; n];
-        let mut via = vec![u32::MAX; n];
-        let mut q = VecDeque::new();
-        dist[s as usize] = 0;
-        q.push_back(s);
+        let mut z = ZeroOne::new(n, s);
         // The best edge back into s: (its cost in all, the edge).
         let mut best: Option<(u32, u32)> = None;
-        while let Some(x) = q.pop_front() {
-            if best.is_some_and(|(b, _)| dist[x as usize] >= b) {
+        while let Some(x) = z.q.pop_front() {
+            if best.is_some_and(|(b, _)| z.dist[x as usize] >= b) {
                 break;
             }
             for &(y, e) in csr.succ(x) {
@@ -272,24 +255,17 @@ impl Learner<'_> {
                     continue;
                 }
                 let w = weight(e);
-                let d = dist[x as usize] + w;
                 if y == s {
+                    let d = z.dist[x as usize] + w;
                     if best.is_none_or(|(b, _)| d < b) {
                         best = Some((d, e));
                     }
                     continue;
                 }
-                if d < dist[y as usize] {
-                    dist[y as usize] = d;
-                    via[y as usize] = e;
-                    if w == 0 {
-                        q.push_front(y);
-                    } else {
-                        q.push_back(y);
-                    }
-                }
+                z.relax(x, y, e, w);
             }
         }
+        let via = z.via;
         let (_, last) = best.expect("a node of a strongly connected component lies on a cycle");
         let mut cycle = vec![last];
         let mut x = edges[last as usize].0;
@@ -300,6 +276,40 @@ impl Learner<'_> {
         }
         cycle.reverse();
         cycle
+    }
+}
+
+/// A search where edges cost 0 or 1: a deque, cost-0 edges to its front.
+struct ZeroOne {
+    dist: Vec<u32>,
+    /// The edge each node was last reached by.
+    via: Vec<u32>,
+    q: VecDeque<Node>,
+}
+
+impl ZeroOne {
+    fn new(n: usize, from: Node) -> ZeroOne {
+        let mut z = ZeroOne {
+            dist: vec![u32::MAX; n],
+            via: vec![u32::MAX; n],
+            q: VecDeque::new(),
+        };
+        z.dist[from as usize] = 0;
+        z.q.push_back(from);
+        z
+    }
+
+    fn relax(&mut self, x: Node, y: Node, e: u32, w: u32) {
+        let d = self.dist[x as usize] + w;
+        if d < self.dist[y as usize] {
+            self.dist[y as usize] = d;
+            self.via[y as usize] = e;
+            if w == 0 {
+                self.q.push_front(y);
+            } else {
+                self.q.push_back(y);
+            }
+        }
     }
 }
 
