@@ -63,18 +63,11 @@ impl Learner<'_> {
     /// Reads chosen to have read a transaction of unknown outcome: together, they keep every
     /// such transaction that takes part in it (each takes part because an included one read
     /// it, by a read either stated or chosen).
-    fn unknown_reads(&self, r: &Resolution) -> impl Iterator<Item = u32> + '_ {
-        let h = self.h;
-        let r_from: Vec<u32> = self
-            .all
-            .iter()
-            .copied()
-            .filter(|&o| {
-                r.writer_txn(o)
-                    .is_some_and(|t| h.txn_status[t as usize] == TxnStatus::Unknown)
-            })
-            .collect();
-        r_from.into_iter()
+    fn unknown_reads<'b>(&'b self, r: &'b Resolution) -> impl Iterator<Item = u32> + 'b {
+        self.all.iter().copied().filter(|&o| {
+            r.writer_txn(o)
+                .is_some_and(|t| self.h.txn_status[t as usize] == TxnStatus::Unknown)
+        })
     }
 
     /// For a graph with a cycle: per cycle found, the reads whose choices it needs. An empty
@@ -174,12 +167,6 @@ impl Learner<'_> {
         chosen
     }
 
-    /// Whether the known edge u → v needs a chosen read (session order and stated reads do
-    /// not).
-    fn known_needs_choice(&self, f: &Facts, u: Node, v: Node) -> bool {
-        self.wr_reads(f, u, v).is_some()
-    }
-
     /// The reads a causal path from `from` to `to` in session order and write→read needs,
     /// along the path that needs fewest (`known` is `f.known` as adjacency); and whether a
     /// transaction of unknown outcome lies on it.
@@ -235,7 +222,7 @@ impl Learner<'_> {
         let weight = |e: u32| -> u32 {
             let (u, v) = edges[e as usize];
             match why[e as usize] {
-                u32::MAX if wr[e as usize] => u32::from(self.known_needs_choice(f, u, v)),
+                u32::MAX if wr[e as usize] => u32::from(self.wr_reads(f, u, v).is_some()),
                 u32::MAX => 0,
                 i => {
                     let fe = &forced[i as usize];
