@@ -32,6 +32,7 @@
 mod cert;
 mod findings;
 mod graph;
+mod guess;
 pub mod online;
 mod options;
 mod pipeline;

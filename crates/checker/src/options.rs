@@ -98,6 +98,11 @@ pub struct Options {
     /// choice up front (a variable per candidate writer), so it proposes only choices that
     /// keep them acyclic, instead of learning each family of broken choices by a check.
     pub weak_encode: bool,
+    /// Where values repeat and the clients recorded timestamps: the solver first tries, for
+    /// each read, the write current at its transaction's likeliest snapshot, and for each pair
+    /// of writes the order they committed in (`crate::guess`), instead of the known graph's
+    /// topological order.
+    pub time_guess: bool,
     /// A pruning pass that tests only a few constraints (and pairs no chains) answers them by
     /// searches of the known graph instead of building the reachability index, which costs
     /// nodes × sessions; past a budget of edges searched it builds the index after all.
@@ -149,6 +154,7 @@ impl Default for Options {
             weak_prune_candidates: true,
             weak_learn: true,
             weak_encode: true,
+            time_guess: true,
             prune_search_few: true,
             prune_rounds: 64,
             strict: None,

@@ -309,6 +309,15 @@ fn build_graph(
     for (op, w) in std::mem::take(&mut facts.resolved) {
         r.read_from[op as usize] = w;
     }
+    if opts.time_guess && h.has_timestamps() && !facts.amb.is_empty() {
+        crate::guess::guess_choices(h, r, &mut facts.amb);
+        b.commit_time = (0..b.num_nodes as graph::Node)
+            .map(|n| {
+                b.txn_of(n)
+                    .map_or(krait_history::NO_TIME, |t| h.txn_commit[t as usize])
+            })
+            .collect();
+    }
     match Decision::of(opts) {
         Decision::Polygraph => ser::add_chains(&mut b, facts, opts),
     }

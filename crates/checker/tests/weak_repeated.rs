@@ -1,8 +1,8 @@
 //! The weak levels on histories whose written values repeat (a read may have read any of
 //! several writes) against the brute-force definitions (`common::weak`, which tries every
 //! choice of writer), under every combination of the three switches (serializability first,
-//! impossible writers left out, learning from a broken choice); hand-made histories where the
-//! choice decides.
+//! impossible writers left out, learning from a broken choice) and with and without guesses
+//! from timestamps; hand-made histories where the choice decides.
 
 mod common;
 
@@ -29,10 +29,16 @@ const LEARN_ENCODE: (bool, bool) = (true, true);
 
 /// At `level` with the switches (serializability first, candidates pruned, (learning,
 /// encoding)).
-fn run_with(
+fn run_with(h: &History, level: Level, switches: (bool, bool, (bool, bool))) -> Report {
+    run_guessing(h, level, switches, true)
+}
+
+/// As [`run_with`], guessing from timestamps or not (`Options::time_guess`).
+fn run_guessing(
     h: &History,
     level: Level,
     (ser_first, prune, (learn, encode)): (bool, bool, (bool, bool)),
+    time_guess: bool,
 ) -> Report {
     let opts = Options {
         level,
@@ -40,10 +46,21 @@ fn run_with(
         weak_prune_candidates: prune,
         weak_learn: learn,
         weak_encode: encode,
+        time_guess,
         want_order: true,
         ..Options::default()
     };
     check(h, &opts).unwrap()
+}
+
+/// Random start and commit times (a start never after its commit), which only guide the
+/// guesses of which write a read saw: no level checked here orders by real time.
+fn add_times(h: &mut History, r: &mut Rng) {
+    for t in 0..h.num_txns() {
+        let s = r.below(40);
+        h.txn_start[t] = s;
+        h.txn_commit[t] = s + r.below(20);
+    }
 }
 
 /// Every combination of the switches.
@@ -70,14 +87,31 @@ fn ten_thousand_histories_with_repeated_values_against_the_definitions() {
         let keys = 1 + r.below(3);
         let range = 1 + r.below(3);
         let init_zero = r.chance(30);
-        let h = random_history_with(&mut r, 7, keys, Some(range), init_zero);
+        let mut h = random_history_with(&mut r, 7, keys, Some(range), init_zero);
+        // Half with timestamps, whose guesses half of those use: the verdict never changes.
+        let timed = i % 2 == 1;
+        if timed {
+            add_times(&mut h, &mut r);
+        }
+        let guess = i % 4 != 1;
         let ser = check(&h, &Options::default()).unwrap().verdict;
+        if timed {
+            let blind = Options {
+                time_guess: false,
+                ..Options::default()
+            };
+            let other = check(&h, &blind).unwrap().verdict;
+            if !matches!(ser, Verdict::Unknown { .. }) && !matches!(other, Verdict::Unknown { .. })
+            {
+                assert_eq!(ser.is_accept(), other.is_accept(), "history {i}\n{h:#?}");
+            }
+        }
         let mut verdicts = [None; 3];
         for (j, &(level, weak)) in LEVELS.iter().enumerate() {
             let truth = weak_ok_within(&h, weak, 1 << 14);
             gave_up += usize::from(truth.is_none());
             for switches in switches() {
-                let rep = run_with(&h, level, switches);
+                let rep = run_guessing(&h, level, switches, guess);
                 let got = match &rep.verdict {
                     Verdict::Accept => true,
                     Verdict::Reject(c) => {

@@ -47,3 +47,48 @@ fn ops_per_txn_and_read_ratio_shape_the_history() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--read-ratio"));
 }
+
+#[test]
+fn repeated_values_are_refused_as_cobra_logs_which_name_a_write_by_its_value() {
+    let dir = std::env::temp_dir().join(format!("krait-gen-dup-{}", std::process::id()));
+    let out = krait()
+        .args([
+            "generate",
+            "--txns",
+            "50",
+            "--keys",
+            "5",
+            "--value-range",
+            "3",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("written more than once") && err.contains(".jsonl"),
+        "{err}"
+    );
+    // Nothing half-written is left behind.
+    assert!(!dir.exists());
+    // As JSON Lines the same history is fine.
+    let p = dir.with_extension("jsonl");
+    let st = krait()
+        .args([
+            "generate",
+            "--txns",
+            "50",
+            "--keys",
+            "5",
+            "--value-range",
+            "3",
+        ])
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = krait().arg("check").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let _ = std::fs::remove_file(&p);
+}

@@ -267,10 +267,13 @@ pub fn report_text(r: &Report, timings: bool) -> String {
             }
         }
         Verdict::Unknown { reason } => {
-            let _ = writeln!(
-                out,
-                "UNDECIDED: {reason}; neither verdict is claimed (raise --timeout, or 0 for no limit)"
-            );
+            // More time helps only where time is what ran out.
+            let hint = if reason.contains("time") || reason.contains("Time") {
+                " (raise --timeout, or 0 for no limit)"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "UNDECIDED: {reason}; neither verdict is claimed{hint}");
         }
     }
     if !r.session_order {

@@ -94,6 +94,11 @@ pub struct Problem {
     /// The polarity to try first for some variables (a hint: it changes how fast, never what,
     /// the answer is); the others start true.
     pub phases: Vec<(Var, bool)>,
+    /// Variables the search never decides: each is set only where the clauses imply it, and
+    /// false where nothing does. Only for a variable that occurs in the clauses only as a
+    /// positive literal (as one standing for a conjunction, `¬a ∨ ¬b ∨ v`): false then breaks
+    /// no clause and adds no edge, so deciding it could only add conflicts.
+    pub implied_only: Vec<Var>,
 }
 
 impl Problem {
@@ -145,6 +150,7 @@ impl Problem {
                 .cloned()
                 .collect(),
             phases: self.phases.clone(),
+            implied_only: self.implied_only.clone(),
         }
     }
 

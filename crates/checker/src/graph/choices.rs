@@ -24,6 +24,9 @@ pub struct Choice {
     pub alive: Vec<bool>,
     /// Why each candidate that pruning ruled out is impossible.
     pub why: Vec<Option<RuledOut>>,
+    /// The candidate the clients' timestamps suggest (`crate::guess`), for the solver to try
+    /// first; `u32::MAX` for none.
+    pub guess: u32,
 }
 
 impl Choice {

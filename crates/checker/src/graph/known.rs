@@ -73,6 +73,9 @@ pub struct Built {
     /// Reads with several candidate writers, and the edges that hold depending on which one
     /// was read (empty when written values are unique).
     pub choices: Vec<Choice>,
+    /// Each transaction node's commit time where the clients recorded one (`NO_TIME` else),
+    /// for the solver's first guesses; empty without timestamps.
+    pub commit_time: Vec<u64>,
     pub cond: Vec<CondEdge>,
     /// Keys with choices, waiting for the first pruning round to pair their writers.
     pub dup_pending: Vec<crate::ser::DupKey>,
@@ -138,6 +141,7 @@ pub fn build(
         gate_of: Vec::new(),
         deferred: None,
         choices: Vec::new(),
+        commit_time: Vec::new(),
         cond: Vec::new(),
         dup_pending: Vec::new(),
         decided: Vec::new(),

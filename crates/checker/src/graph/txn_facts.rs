@@ -311,6 +311,7 @@ fn viable_writer(
                 cand_ops: ok,
                 alive: vec![true; n],
                 why: vec![None; n],
+                guess: u32::MAX,
             });
             Ok(FROM_AMBIGUOUS)
         }

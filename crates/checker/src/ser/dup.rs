@@ -9,10 +9,16 @@
 //! one candidate is a known read. Conditional edges whose conditions pruning settled become
 //! known edges (or vanish); the rest go to the solver.
 
+use super::prune::Pruned;
 use crate::graph::{
     cand_state, pair_state, Built, Choice, CondEdge, EdgeKind, Known, Label, Node, ReachCtx,
     RuledOut, INIT, NO_PAIR,
 };
+
+/// Conditional edges built at most. They grow with a key's reads × their candidates × its
+/// writers, which on keys written thousands of times with a few values reaches billions;
+/// past this (about 512 MB of edges) the check is unknown rather than out of memory.
+pub(crate) const MAX_COND: usize = 1 << 24;
 
 /// A key with choices, as built: its writers and, per writer, where the edges of "this version
 /// before another" start (its plain readers' gate, its readers that write the key too, or
@@ -112,11 +118,11 @@ fn gate(b: &mut Built, w: Node, k: u32, plain: &[Node]) -> Option<(Node, EdgeKin
 /// all of them). A pair whose one order the known graph implies needs no constraint; a
 /// conditional edge only matters for a writer that is neither known to precede the candidate
 /// nor known to follow the reader. Returns the constraints added, or a choice whose every
-/// candidate the known graph rules out.
+/// candidate the known graph rules out, or more than [`MAX_COND`] conditional edges.
 pub(super) fn expand(
     b: &mut Built,
     reach: Option<(&ReachCtx, &[u32])>,
-) -> Result<std::ops::Range<u32>, u32> {
+) -> Result<std::ops::Range<u32>, Pruned> {
     let first = b.constraints.len() as u32;
     for d in std::mem::take(&mut b.dup_pending) {
         let mut pairs = std::collections::HashMap::new();
@@ -140,7 +146,10 @@ pub(super) fn expand(
         for &ci in &d.choices {
             cond_edges(b, &d, ci, reach.map(|r| r.0), &pairs, by_chain.as_deref());
             if b.choices[ci as usize].num_alive() == 0 {
-                return Err(ci);
+                return Err(Pruned::NoWriter(ci));
+            }
+            if b.cond.len() > MAX_COND {
+                return Err(Pruned::TooLarge(b.cond.len()));
             }
         }
     }

@@ -97,6 +97,11 @@ pub(crate) fn decide(
         Ok(r) => r,
         Err(prune::Pruned::Cycle) => return Decided::Cycle,
         Err(prune::Pruned::NoWriter(c)) => return Decided::NoWriter(c),
+        Err(prune::Pruned::TooLarge(n)) => {
+            return Decided::Unknown(format!(
+                "the reads of values written more than once need more than {n} conditional edges (reads × candidate writers × the key's writers), more than krait builds"
+            ))
+        }
     };
     stats.constraints_after_prune = remaining.len();
     let t = Instant::now();

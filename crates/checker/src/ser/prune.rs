@@ -21,6 +21,9 @@ pub(super) enum Pruned {
     Cycle,
     /// Every candidate writer of this choice is ruled out.
     NoWriter(u32),
+    /// The reads of repeated values need more conditional edges than krait builds (this many
+    /// at least).
+    TooLarge(usize),
 }
 
 /// Decides constraints whose one side would close a cycle, adding the other side as known
@@ -77,7 +80,7 @@ pub(super) fn prune(
         acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
             b.pair_chains(|_, _| false, None, opts.skip_unobserved);
-            super::dup::expand(b, None).map_err(Pruned::NoWriter)?;
+            super::dup::expand(b, None)?;
             remaining = (0..b.constraints.len() as u32).collect();
             break;
         }
@@ -132,7 +135,7 @@ pub(super) fn prune(
         }
         if !b.dup_pending.is_empty() {
             let added = super::dup::expand(b, Some((&ctx, &topo_pos)));
-            remaining.extend(added.map_err(Pruned::NoWriter)?);
+            remaining.extend(added?);
         }
         // 0: undecided; 1: first is impossible, so second; 2: second impossible, so first;
         // plus IMPLIED when the known graph already has every edge of the side that holds.
@@ -252,7 +255,7 @@ pub(super) fn prune(
         remaining.extend(before..b.constraints.len() as u32);
     }
     if !b.dup_pending.is_empty() {
-        remaining.extend(super::dup::expand(b, None).map_err(Pruned::NoWriter)?);
+        remaining.extend(super::dup::expand(b, None)?);
     }
     stats.prune_rounds = round;
     Ok(remaining)

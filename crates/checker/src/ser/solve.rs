@@ -193,7 +193,7 @@ pub(super) fn solve(
         .par_iter()
         .map(|g| {
             let (p, vars) = problem(b, g, &members, &comp, &pos_of, &csr, &topo_pos);
-            let (out, st) = run_engine(&p, opts);
+            let (out, st) = run_engine(&p, opts, !b.commit_time.is_empty());
             (out, st, vars)
         })
         .collect();
@@ -281,11 +281,21 @@ fn problem(
                 .collect()
         };
         let v = p.add_choice(&map(b.first_edges(c)), &map(b.second_edges(c)));
+        // With timestamps, the chain that committed first likely comes first.
+        if let (Some(&ta), Some(&tb)) = (
+            b.commit_time.get(c.a.0 as usize),
+            b.commit_time.get(c.b.0 as usize),
+        ) {
+            if ta != krait_history::NO_TIME && tb != krait_history::NO_TIME {
+                p.phases.push((v, ta <= tb));
+            }
+        }
         cons_var.insert(ci, v);
         vars.push(VarOf::Constraint(pos_of[&ci]));
     }
     // One variable per open candidate, at least one of each choice's read. The solver first
-    // tries the candidate latest before the reader in the known graph's order, the others not.
+    // tries the candidate the timestamps suggest, else the one latest before the reader in
+    // the known graph's order, the others not.
     let mut cand_var = std::collections::HashMap::new();
     for &ch in &g.choices {
         let c = &b.choices[ch as usize];
@@ -293,12 +303,15 @@ fn problem(
             .filter(|&x| c.alive[x as usize])
             .collect();
         let rpos = topo_pos[c.reader as usize];
-        let best = open
-            .iter()
-            .copied()
-            .filter(|&x| topo_pos[c.cands[x as usize] as usize] < rpos)
-            .max_by_key(|&x| topo_pos[c.cands[x as usize] as usize])
-            .unwrap_or(open[0]);
+        let best = if open.contains(&c.guess) {
+            c.guess
+        } else {
+            open.iter()
+                .copied()
+                .filter(|&x| topo_pos[c.cands[x as usize] as usize] < rpos)
+                .max_by_key(|&x| topo_pos[c.cands[x as usize] as usize])
+                .unwrap_or(open[0])
+        };
         let mut clause = Vec::new();
         for x in open {
             let v = p.new_var();
@@ -333,7 +346,7 @@ fn problem(
                 // The edge holds when both do: a variable implied by their conjunction.
                 let both = p.new_var();
                 vars.push(VarOf::Both(e.choice, e.pair));
-                p.phases.push((both, false));
+                p.implied_only.push(both);
                 p.clauses.push(vec![!a, !c, Lit::pos(both)]);
                 p.lit_edges.push((Lit::pos(both), u, v));
             }
@@ -342,11 +355,17 @@ fn problem(
     (p, vars)
 }
 
-fn run_engine(p: &krait_solver::Problem, opts: &Options) -> (Outcome, krait_solver::Stats) {
+/// `timed`: the phases come from the clients' timestamps, which know the database's order
+/// better than the known graph's topological order does, so that order does not override them.
+fn run_engine(
+    p: &krait_solver::Problem,
+    opts: &Options,
+    timed: bool,
+) -> (Outcome, krait_solver::Stats) {
     match opts.solver {
         SolverKind::Cdcl => {
             let mut s = krait_solver::Cdcl::new(krait_solver::CdclOptions {
-                order_phase: opts.solver_order_phase,
+                order_phase: opts.solver_order_phase && !timed,
                 theory_propagation: opts.solver_theory_propagation,
                 lazy_decisions: opts.solver_lazy,
                 ..Default::default()

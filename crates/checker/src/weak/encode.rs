@@ -200,7 +200,10 @@ fn forced(
         (Some(l), None) | (None, Some(l)) => p.lit_edges.push((l, t3, t1)),
         (Some(a), Some(b)) => {
             let v = *aux.entry((t3, t1)).or_insert_with(|| {
-                let v = Lit::pos(p.new_var());
+                let x = p.new_var();
+                // Set only when both reads imply it: a guess would add edges for nothing.
+                p.implied_only.push(x);
+                let v = Lit::pos(x);
                 p.lit_edges.push((v, t3, t1));
                 v
             });

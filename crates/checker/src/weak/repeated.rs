@@ -8,8 +8,9 @@
 //! `Options::weak_learn` off the choices are tried one by one, [`MAX_TRIES`] at most.
 //!
 //! First (`Options::weak_ser_first`) serializability is checked, by the engine that handles
-//! repeated values with constraints and the solver: a serializable history satisfies every
-//! weaker level, whichever writes its reads saw. Most histories of correct databases end there.
+//! repeated values with constraints and the solver, with a small budget of conflicts: a
+//! serializable history satisfies every weaker level, whichever writes its reads saw. Most
+//! histories of correct databases end there.
 //! Past the check's timeout, or [`MAX_WORK`] over all the choices tried (each costs the
 //! operations checked and the solver's problem), the verdict is unknown with the reason.
 
@@ -24,6 +25,8 @@ use std::time::Instant;
 const MAX_WORK: u64 = 1 << 31;
 /// Conflicts the solver may have at least for one proposal, whatever the work left.
 const MIN_CONFLICTS: u64 = 1000;
+/// Conflicts the serializability check that runs first may have.
+const SER_FIRST_CONFLICTS: u64 = 256;
 /// Choices tried at most one by one (without learning).
 const MAX_TRIES: u64 = 1 << 15;
 
@@ -36,8 +39,14 @@ pub(crate) fn run(
 ) -> Result<Report, CheckError> {
     let name = opts.level.name(false);
     if opts.weak_ser_first {
+        // Only a quick look: a history serializability does not settle at once goes to the
+        // level's own search, which is easier (and is what was asked).
         let ser = Options {
             level: Level::Serializable,
+            budget: Budget {
+                max_conflicts: Some(SER_FIRST_CONFLICTS),
+                ..opts.budget.clone()
+            },
             ..opts.clone()
         };
         let (rep, _) = crate::pipeline::run(h, &ser, None, false)?;
@@ -98,10 +107,7 @@ pub(crate) fn run(
         super::encode::encode(h, &r, &doubt, &base, opts.level, &mut p);
     }
     // The first proposal: each read's likeliest writer.
-    let likely: Vec<usize> = doubt
-        .iter()
-        .map(|(o, cands)| likeliest(h, &r, *o, cands))
-        .collect();
+    let likely = likeliest_all(h, &r, &doubt, opts.time_guess);
     for (d, (_, cands)) in doubt.iter().enumerate() {
         p.phases
             .extend((0..cands.len()).map(|j| (Var(base[d] + j as u32), j == likely[d])));
@@ -178,6 +184,7 @@ pub(crate) fn run(
             // among many candidates: without them, the solver was faster on both.
             let mut solver = Cdcl::new(CdclOptions {
                 lazy_decisions: false,
+                order_phase: false,
                 ..CdclOptions::default()
             });
             let out = solver.solve_raw(&p, &budget);
@@ -285,11 +292,37 @@ pub(crate) fn run(
     Ok(rep)
 }
 
-/// Which of `cands` read `read` most likely read, as a first guess (any guess is exact, a good
-/// one saves choices tried): the reader's own earlier write; else, with timestamps, the last
-/// to commit before the reader started, then the initial value, then the first to commit
-/// after; without, the last earlier one in the reader's session, then the initial value,
-/// then the first listed.
+/// Which candidate each read in doubt most likely read, as a first guess (any guess is exact,
+/// a good one saves choices tried): the reader's own earlier write; else the version current
+/// at its transaction's likeliest snapshot (`guess`); else [`likeliest`].
+fn likeliest_all(
+    h: &History,
+    r: &Resolution,
+    doubt: &[(u32, Vec<u32>)],
+    time_guess: bool,
+) -> Vec<usize> {
+    let snaps = crate::guess::Snapshots::new(h).filter(|_| time_guess);
+    let mut out = Vec::with_capacity(doubt.len());
+    // `doubt` is in op order, so each transaction's reads are together.
+    for group in doubt.chunk_by(|a, b| r.op_txn[a.0 as usize] == r.op_txn[b.0 as usize]) {
+        let t = r.op_txn[group[0].0 as usize];
+        let reads: Vec<(u32, &[u32])> = group.iter().map(|(o, c)| (*o, &c[..])).collect();
+        let guessed = snaps.as_ref().map(|s| s.guess(t, &reads));
+        for (i, (o, cands)) in group.iter().enumerate() {
+            let fallback = likeliest(h, r, *o, cands);
+            let own = cands[fallback] < krait_history::FROM_AMBIGUOUS
+                && r.op_txn[cands[fallback] as usize] == t;
+            let g = guessed.as_ref().and_then(|g| g[i]);
+            out.push(if own { fallback } else { g.unwrap_or(fallback) });
+        }
+    }
+    out
+}
+
+/// Which of `cands` read `read` most likely read, without a snapshot to go by: the reader's
+/// own earlier write; else, with timestamps, the last to commit before the reader started,
+/// then the initial value, then the first to commit after; without, the last earlier one in
+/// the reader's session, then the initial value, then the first listed.
 fn likeliest(h: &History, r: &Resolution, read: u32, cands: &[u32]) -> usize {
     use krait_history::{FROM_INIT, NO_TIME};
     let t = r.op_txn[read as usize];

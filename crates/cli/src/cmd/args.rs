@@ -87,6 +87,10 @@ pub struct CheckFlags {
     /// broken choice teaches.
     #[arg(long)]
     pub(crate) no_weak_encode: bool,
+    /// Where values repeat: do not guess from the timestamps which write each read saw (the
+    /// solver then starts from the known graph's order).
+    #[arg(long)]
+    pub(crate) no_time_guess: bool,
     /// Where values repeat, do not reject at once a key whose value more transactions read and
     /// then overwrote than there are versions of it (a lost update found by counting); the
     /// solver then finds it.
@@ -194,6 +198,7 @@ impl Default for CheckFlags {
             no_weak_prune_candidates: false,
             no_weak_learn: false,
             no_weak_encode: false,
+            no_time_guess: false,
             no_count_versions: false,
             prune_rounds: 64,
             no_order_phase: false,
@@ -312,6 +317,7 @@ impl CheckArgs {
             weak_prune_candidates: !self.no_weak_prune_candidates,
             weak_learn: !self.no_weak_learn,
             weak_encode: !self.no_weak_encode,
+            time_guess: !self.no_time_guess,
             count_versions: !self.no_count_versions,
             prune_rounds: self.prune_rounds,
             strict: strict.then_some(self.clock_drift.as_nanos() as u64),

@@ -12,7 +12,8 @@ use std::path::Path;
 /// commit, at a time unknown: it is written as committed in a log of its own, so that no
 /// session order claims it committed before its session's later transactions (the order after
 /// its session's earlier commits is lost, which can only hide a violation, never make one).
-/// List-append reads have no Cobra form: such a history is refused. Returns how many
+/// List-append reads have no Cobra form, nor do values written more than once: such a
+/// history is refused. Returns how many
 /// transactions were left out and how many unknown outcomes got logs of their own.
 pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<(usize, usize)> {
     if h.has_lists() {
@@ -20,6 +21,20 @@ pub fn write_dir(h: &History, dir: &Path, timestamps: bool) -> std::io::Result<(
             std::io::ErrorKind::InvalidInput,
             "the history has list-append reads, which Cobra logs cannot carry (convert to .jsonl)",
         ));
+    }
+    // Cobra names a write by its value alone (its write id), so a value written twice, to any
+    // key, would make a log that no reader (ours included) can take back.
+    let mut seen = std::collections::HashSet::new();
+    for o in 0..h.op_kind.len() {
+        if h.op_kind[o] == OpKind::Write && !seen.insert(h.op_value[o]) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the value {} is written more than once, and Cobra logs name a write by its value (write .jsonl instead)",
+                    h.op_value[o]
+                ),
+            ));
+        }
     }
     std::fs::create_dir_all(dir)?;
     let key_hash: Vec<u64> = h.keys.iter().map(|k| cobra_key_hash(k)).collect();

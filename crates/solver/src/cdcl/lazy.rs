@@ -112,7 +112,10 @@ impl Search<'_> {
             }
         }
         if back.is_empty() {
-            debug_assert!(value.iter().all(|&a| a != UNDEF));
+            debug_assert!(value
+                .iter()
+                .zip(&self.decidable)
+                .all(|(&a, &d)| a != UNDEF || !d));
             return Some(value.iter().map(|&a| a == 1).collect());
         }
         for v in back {

@@ -170,6 +170,8 @@ struct Search<'p> {
     cla_inc: f32,
     heap: VarHeap,
     phase: Vec<bool>,
+    /// Whether the search may decide each variable (see `Problem::implied_only`).
+    decidable: Vec<bool>,
     seen: Vec<bool>,
     /// Variables left undecided because the order agreed with one of their options (a
     /// variable may stand here stale: `lazy` says whether it still counts).
@@ -242,6 +244,13 @@ impl<'p> Search<'p> {
             var_inc: 1.0,
             cla_inc: 1.0,
             heap,
+            decidable: {
+                let mut d = vec![true; nvars];
+                for &v in &p.implied_only {
+                    d[v.0 as usize] = false;
+                }
+                d
+            },
             phase: {
                 let mut ph = vec![true; nvars];
                 for &(v, b) in &p.phases {

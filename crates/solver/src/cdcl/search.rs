@@ -132,7 +132,7 @@ impl Search<'_> {
     pub(super) fn pick_branch(&mut self) -> Option<Lit> {
         loop {
             let v = self.heap.pop(&self.activity)?;
-            if self.assign[v as usize] != UNDEF {
+            if self.assign[v as usize] != UNDEF || !self.decidable[v as usize] {
                 continue;
             }
             if self.opts.lazy_decisions && self.defer(v) {
