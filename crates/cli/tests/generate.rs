@@ -51,19 +51,15 @@ fn ops_per_txn_and_read_ratio_shape_the_history() {
 #[test]
 fn repeated_values_are_refused_as_cobra_logs_which_name_a_write_by_its_value() {
     let dir = std::env::temp_dir().join(format!("krait-gen-dup-{}", std::process::id()));
-    let out = krait()
-        .args([
-            "generate",
-            "--txns",
-            "50",
-            "--keys",
-            "5",
-            "--value-range",
-            "3",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let generate = |out: &std::path::Path| {
+        krait()
+            .args(["generate", "--txns", "50", "--keys", "5"])
+            .args(["--value-range", "3"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let out = generate(&dir);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -74,20 +70,7 @@ fn repeated_values_are_refused_as_cobra_logs_which_name_a_write_by_its_value() {
     assert!(!dir.exists());
     // As JSON Lines the same history is fine.
     let p = dir.with_extension("jsonl");
-    let st = krait()
-        .args([
-            "generate",
-            "--txns",
-            "50",
-            "--keys",
-            "5",
-            "--value-range",
-            "3",
-        ])
-        .arg(&p)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    assert!(generate(&p).status.success());
     let out = krait().arg("check").arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let _ = std::fs::remove_file(&p);

@@ -43,6 +43,21 @@ fn random_problem(r: &mut Rng) -> Problem {
             .collect();
         p.clauses.push(c);
     }
+    // Variables standing for two literals together (`¬a ∨ ¬b ∨ v`, with edges only when
+    // true), half of them never decided, only implied (`Problem::implied_only`).
+    for _ in 0..r.below(3) {
+        let mut lit = || Lit::new(Var(r.below(vars as u64) as u32), r.below(2) == 0);
+        let (a, b) = (lit(), lit());
+        let v = p.new_var();
+        p.clauses.push(vec![!a, !b, Lit::pos(v)]);
+        let (x, y) = (r.below(n as u64) as u32, r.below(n as u64) as u32);
+        if x != y {
+            p.lit_edges.push((Lit::pos(v), x, y));
+        }
+        if r.below(2) == 0 {
+            p.implied_only.push(v);
+        }
+    }
     p
 }
 

@@ -184,6 +184,8 @@ pub(crate) fn run(
             // among many candidates: without them, the solver was faster on both.
             let mut solver = Cdcl::new(CdclOptions {
                 lazy_decisions: false,
+                // The phases are the likeliest choice (or the last model): the graph's
+                // order would override them with whatever candidates it happens to agree with.
                 order_phase: false,
                 ..CdclOptions::default()
             });
