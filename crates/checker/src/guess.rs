@@ -6,9 +6,10 @@
 //! some moment between the transaction's start and its commit (its snapshot, or its
 //! serialization point), and not before its session's previous commit. So the guess is the
 //! moment in that window where the most of the transaction's reads see, in commit-time order,
-//! a version with the value they read; each read's guess is the version current then. "The last write to commit before the reader
-//! started" is right for snapshots taken at the start, but not for transactions serialized
-//! later, which is how a serializable store commits read-only transactions.
+//! a version with the value they read; each read's guess is the version current then. "The
+//! last write to commit before the reader started" is right for snapshots taken at the start,
+//! but not for transactions serialized later, which is how a serializable store commits
+//! read-only transactions.
 
 use crate::graph::Choice;
 use krait_history::{History, OpId, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, NO_TIME};
@@ -35,16 +36,10 @@ impl<'a> Snapshots<'a> {
             if h.txn_status[t] != TxnStatus::Committed || c == NO_TIME {
                 continue;
             }
-            let ops = h.ops(t as TxnId);
-            for o in ops.clone() {
-                // A transaction installs its last write of each key.
-                let k = h.op_key[o];
-                let last = !ops
-                    .clone()
-                    .filter(|&x| x > o)
-                    .any(|x| h.op_kind[x] == OpKind::Write && h.op_key[x] == k);
-                if h.op_kind[o] == OpKind::Write && last {
-                    versions[k as usize].push((c, o as OpId));
+            // A transaction installs its last write of each key.
+            for o in h.ops(t as TxnId) {
+                if h.op_kind[o] == OpKind::Write && !h.overwritten_in(t as TxnId, o) {
+                    versions[h.op_key[o] as usize].push((c, o as OpId));
                 }
             }
         }
@@ -75,7 +70,7 @@ impl<'a> Snapshots<'a> {
         // Where each read matches: half-open intervals of time, as +1/-1 events.
         let mut events: Vec<(u64, i32)> = Vec::new();
         for (o, cands) in reads {
-            let vs = &self.versions[self.h.op_key[*o as usize] as usize];
+            let vs = &self.versions[h.op_key[*o as usize] as usize];
             let first = vs.partition_point(|v| v.0 <= s);
             let last = vs.partition_point(|v| v.0 <= c);
             if last - first > MAX_SCAN {
@@ -108,7 +103,7 @@ impl<'a> Snapshots<'a> {
             }
         }
         for (i, (o, cands)) in reads.iter().enumerate() {
-            let vs = &self.versions[self.h.op_key[*o as usize] as usize];
+            let vs = &self.versions[h.op_key[*o as usize] as usize];
             let n = vs.partition_point(|v| v.0 <= at);
             let w = if n == 0 { FROM_INIT } else { vs[n - 1].1 };
             out[i] = cands.iter().position(|&x| x == w);

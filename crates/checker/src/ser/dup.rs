@@ -18,7 +18,7 @@ use crate::graph::{
 /// Conditional edges built at most. They grow with a key's reads × their candidates × its
 /// writers, which on keys written thousands of times with a few values reaches billions;
 /// past this (about 512 MB of edges) the check is unknown rather than out of memory.
-pub(crate) const MAX_COND: usize = 1 << 24;
+const MAX_COND: usize = 1 << 24;
 
 /// A key with choices, as built: its writers and, per writer, where the edges of "this version
 /// before another" start (its plain readers' gate, its readers that write the key too, or

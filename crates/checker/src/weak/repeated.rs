@@ -360,12 +360,7 @@ fn possible(h: &History, r: &Resolution, read: u32, w: u32) -> bool {
         return true;
     }
     let t = r.op_txn[w as usize];
-    let key = h.op_key[w as usize];
-    let overwritten = h
-        .ops(t)
-        .filter(|&o| o > w as usize)
-        .any(|o| h.op_kind[o] == krait_history::OpKind::Write && h.op_key[o] == key);
     h.txn_status[t as usize] != krait_history::TxnStatus::Aborted
-        && !overwritten
+        && !h.overwritten_in(t, w as usize)
         && !(t == r.op_txn[read as usize] && w > read)
 }

@@ -291,6 +291,12 @@ impl History {
             .map_or(&[][..], |v| &v[..]);
         first.into_iter().chain(more.iter().copied())
     }
+    /// Whether transaction `t` writes the key of its op `op` again later (so `op`'s version is
+    /// never installed: a read of it is an intermediate read).
+    pub fn overwritten_in(&self, t: TxnId, op: usize) -> bool {
+        let k = self.op_key[op];
+        (op + 1..self.ops(t).end).any(|x| self.op_kind[x] == OpKind::Write && self.op_key[x] == k)
+    }
     /// Whether the history has list-append reads.
     pub fn has_lists(&self) -> bool {
         !self.list_reads.is_empty()
