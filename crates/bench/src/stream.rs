@@ -5,6 +5,7 @@
 use crate::common::mb;
 use clap::Args;
 use krait_checker::online::{Online, OnlineOptions, TxnRecord};
+use krait_checker::Level;
 use krait_cli::memory::{peak_rss_bytes, rss_bytes};
 use krait_workloads::{BlindW, BlindWStream};
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ pub struct StreamArgs {
     /// violation the stream must be stopped at).
     #[arg(long, default_value_t = 0.0)]
     fractured_reads: f64,
+    /// The level the rounds check: ser, si or cc (the levels checked online).
+    #[arg(long, default_value = "ser")]
+    level: String,
 }
 
 /// The simulated store's parameters for the stream.
@@ -55,7 +59,14 @@ fn params(a: &StreamArgs) -> anyhow::Result<BlindW> {
 /// Streams, checks and prints; exit 1 when a violation stopped the stream.
 pub fn run(a: StreamArgs) -> anyhow::Result<ExitCode> {
     let p = params(&a)?;
-    let mut on = Online::new(OnlineOptions::default());
+    let mut opts = OnlineOptions::default();
+    opts.check.level = match a.level.as_str() {
+        "ser" => Level::Serializable,
+        "si" => Level::SnapshotIsolation,
+        "cc" => Level::Causal,
+        l => anyhow::bail!("--level {l:?}: ser, si or cc"),
+    };
+    let mut on = Online::new(opts);
     let mut key_ids: Vec<u32> = (0..a.keys).map(|i| on.key(&format!("k{i}"))).collect();
     key_ids.push(on.key(krait_history::NATIVE_FENCE_KEY));
     for s in 0..a.sessions {

@@ -90,8 +90,9 @@ pub(crate) fn run(
     }
     if opts.level.is_weak() {
         if carried.is_some() {
+            // Causal consistency online is `weak::online`, called by the online checker.
             return Err(CheckError::Unsupported(format!(
-                "--level {} is checked on the whole history (online rounds check ser and si)",
+                "--level {} is checked on the whole history: it lets a transaction read any committed version however old, so no write could ever be deleted and an online check's memory would grow with the history (online rounds check ser, si and cc; cc implies it)",
                 opts.level.name(false)
             )));
         }

@@ -178,6 +178,78 @@ fn online_rounds_check_snapshot_isolation() {
     let _ = std::fs::remove_file(&read_skew);
 }
 
+/// Causal consistency online: rounds delete what no transaction still to come can read without
+/// breaking causality and keep the one-shot verdict; read committed and read atomic are refused
+/// online with the reason.
+#[test]
+fn online_rounds_check_causal_consistency() {
+    let gen = |name: &str, fault: &[&str]| {
+        let p = tmp(name);
+        let out = krait()
+            .arg("generate")
+            .arg(&p)
+            .args(["--txns", "3000", "--keys", "200", "--fence-every", "10"])
+            .args(["--seed", "4"])
+            .args(fault)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        p
+    };
+    let check = |p: &std::path::Path, level: &str, extra: &[&str]| {
+        krait()
+            .arg("check")
+            .arg(p)
+            .args(["--level", level, "--round-size", "300"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let good = gen("cc-good.jsonl", &[]);
+    let out = check(&good, "cc", &[]);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{s}");
+    assert!(s.contains("forced edges"), "{s}");
+    let last = s.lines().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(
+        last.starts_with("ACCEPT (causally consistent): 3000 transactions in 10 rounds"),
+        "{last}"
+    );
+    let collected: u64 = last
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" garbage-collected"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(collected > 1000, "{last}");
+
+    let bad = gen("cc-bad.jsonl", &["--fractured-reads", "0.01"]);
+    let out = check(&bad, "cc", &["--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["level"], "causal");
+    assert_eq!(v["anomaly"], "causality-violation", "{v:#}");
+    let whole = krait()
+        .arg("check")
+        .arg(&bad)
+        .args(["--level", "cc"])
+        .output()
+        .unwrap();
+    assert_eq!(whole.status.code(), Some(1));
+
+    for level in ["rc", "ra"] {
+        let out = check(&good, level, &[]);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains("no write could ever be deleted"), "{e}");
+    }
+    let _ = std::fs::remove_file(&good);
+    let _ = std::fs::remove_file(&bad);
+}
+
 #[test]
 fn run_check_checks_what_postgres_read_committed_promises() {
     let Some(db) = TempPg::new("rc") else {

@@ -66,6 +66,9 @@ pub(crate) fn certify(h: &History, r: &Resolution, f: &Finding) -> Certificate {
 
 /// Online: transaction `t` (of the round's history) read `what`, a version whose writer an
 /// earlier round had found superseded (in `round`, or, None, folded into the initial version).
+/// Under causal consistency (`causal`) the epochs put every old transaction in the causal past
+/// of every transaction still to come, which is what the read then breaks.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn stale_read(
     h: &History,
     r: &Resolution,
@@ -74,8 +77,21 @@ pub(crate) fn stale_read(
     key: &str,
     writer: u64,
     round: Option<u64>,
+    causal: bool,
 ) -> Certificate {
     let ext = txn_name(h, t);
+    if causal {
+        let by = match round {
+            None => format!("T{writer} had overwritten it"),
+            Some(round) => format!(
+                "it was written by T{writer}, which round {round} garbage-collected as superseded (an old write of {key} follows it)"
+            ),
+        };
+        let summary = format!(
+            "{ext} read {what}, but {by}, and every old transaction is in the causal past of every transaction still to come (the fences' epochs): {ext} read a version older than one in its causal past"
+        );
+        return simple(Anomaly::CausalityViolation, summary, h, r, &[t]);
+    }
     let summary = match round {
         None => format!(
             "{ext} read {what}, but T{writer} had overwritten it and precedes every transaction still to come (the fences' epochs), so {ext} read a version already overwritten before it began: a stale read"

@@ -18,7 +18,14 @@ pub(crate) fn weak_certificate(
     why: &[u32],
     forced: &[Forced],
 ) -> Certificate {
-    let n = node_txn.len() + 1;
+    // Nodes past the transactions' are an online round's hubs (carried paths).
+    let txn_nodes = node_txn.len() + 1;
+    let n = edges
+        .iter()
+        .map(|&(u, v)| u.max(v) as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(txn_nodes);
     let csr = Csr::build(n, edges, false);
     let (comp, ncomp) = graph::scc(n, &csr);
     let mut size = vec![0u32; ncomp as usize];
@@ -56,11 +63,13 @@ pub(crate) fn weak_certificate(
     let name = |x: Node| -> String {
         if x == INIT {
             "INIT".to_string()
+        } else if x as usize >= txn_nodes {
+            "(collected)".to_string()
         } else {
             txn_name(h, node_txn[x as usize - 1])
         }
     };
-    let txn = |x: Node| (x != INIT).then(|| node_txn[x as usize - 1]);
+    let txn = |x: Node| (x != INIT && (x as usize) < txn_nodes).then(|| node_txn[x as usize - 1]);
     let mut named: Vec<TxnId> = Vec::new();
     let mut rules: Vec<Rule> = Vec::new();
     let mut cycle = Vec::new();
@@ -74,6 +83,9 @@ pub(crate) fn weak_certificate(
         let explanation = match (l.kind, why[e as usize]) {
             (EdgeKind::Session, _) => session_text(h, &a, &b, txn(u)),
             (EdgeKind::Wr, _) => format!("{b} read {kn} from {a}"),
+            (EdgeKind::Carried, _) => format!(
+                "{a} precedes {b} through transactions garbage-collected in earlier rounds, or by an order their reads forced"
+            ),
             (_, u32::MAX) => format!("{b} overwrote the initial version of {kn}"),
             (_, i) => {
                 let fe = forced[i as usize];
@@ -124,7 +136,12 @@ pub(crate) fn weak_certificate(
         );
         x.key == y.key && r.op_txn[x.op as usize] == r.op_txn[y.op as usize]
     };
+    let carried = cyc
+        .iter()
+        .any(|&e| labels[e as usize].kind == EdgeKind::Carried);
     let anomaly = match rules.iter().min() {
+        // A carried edge may stand for an order an earlier round's reads forced.
+        None if carried => Anomaly::CausalityViolation,
         None => Anomaly::G1c,
         Some(_) if same_read_twice => Anomaly::NonRepeatableRead,
         Some(Rule::Earlier { .. }) => Anomaly::NonMonotonicRead,

@@ -84,6 +84,45 @@ pub struct Built {
 }
 
 impl Built {
+    /// A graph of known edges alone, no constraints: what a weak level's online round hands
+    /// to garbage collection. `chain_of` (per node) places the nodes on session chains.
+    pub(crate) fn plain(
+        node_txn: Vec<TxnId>,
+        txn_node: Vec<Node>,
+        num_nodes: usize,
+        edges: Vec<(Node, Node)>,
+        labels: Vec<Label>,
+        chain_of: Vec<(u32, u32)>,
+        num_chains: usize,
+    ) -> Built {
+        let first = node_txn.len() as Node + 1;
+        Built {
+            num_nodes,
+            split: false,
+            first_start: first,
+            node_txn,
+            txn_node,
+            first_gate: first,
+            edges,
+            labels,
+            spare: Spare::new(false),
+            constraints: Vec::new(),
+            cedges: Vec::new(),
+            chain_of,
+            num_chains,
+            excluded_unknown: 0,
+            chain_recs: Vec::new(),
+            chain_keys: Vec::new(),
+            gate_of: Vec::new(),
+            deferred: None,
+            choices: Vec::new(),
+            commit_time: Vec::new(),
+            cond: Vec::new(),
+            dup_pending: Vec::new(),
+            decided: Vec::new(),
+        }
+    }
+
     pub fn txn_of(&self, n: Node) -> Option<TxnId> {
         if n == INIT || n >= self.first_gate {
             None

@@ -48,7 +48,7 @@ fn written_keys(l: &Live) -> Vec<KeyId> {
 }
 
 impl Online {
-    fn live_ref(&self, id: u32) -> &Live {
+    pub(super) fn live_ref(&self, id: u32) -> &Live {
         self.slab[id as usize].as_ref().unwrap()
     }
 

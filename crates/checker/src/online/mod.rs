@@ -31,6 +31,7 @@ mod admit;
 #[cfg(test)]
 mod admit_tests;
 mod carry;
+mod causal;
 mod choosable;
 mod epoch;
 mod gc;
@@ -165,6 +166,12 @@ pub struct Online {
     /// With repeated values: the last round left reads of young transactions out, so the end
     /// of the history needs a round of its own even with nothing new to admit.
     withheld: bool,
+    /// The last round's `agree`: under causal consistency every transaction admitted since
+    /// has each one old by it (epoch ≤ it − 2) in its causal past (`causal`).
+    last_agree: u32,
+    /// The level the rounds so far checked (its name without real time): a restore at
+    /// another is refused.
+    level: String,
 }
 
 impl Online {
@@ -204,6 +211,8 @@ impl Online {
             repeated: false,
             initial: None,
             withheld: false,
+            last_agree: 0,
+            level: String::new(),
         }
     }
 

@@ -7,7 +7,7 @@ use super::{Online, OnlineError, OnlineOptions};
 
 /// The first bytes of a saved state, with the format's version: a state from another
 /// version of the layout is refused, never misread.
-const MAGIC: &[u8; 8] = b"krait-o2";
+const MAGIC: &[u8; 8] = b"krait-o3";
 
 impl Online {
     /// The checker's state, to be given to [`Online::restore`] later, possibly in another
@@ -30,6 +30,15 @@ impl Online {
         })?;
         let mut on: Online = postcard::from_bytes(body)
             .map_err(|e| OnlineError::State(format!("unreadable saved state: {e}")))?;
+        // What was carried holds the orders of the level it was checked at: serializability's
+        // would say more than causal consistency's rounds may assume.
+        let level = opts.check.level.name(false);
+        if on.round > 0 && on.level != level {
+            return Err(OnlineError::State(format!(
+                "the saved checker checked {}, not {level}: restore it with the same --level",
+                on.level
+            )));
+        }
         on.opts = opts;
         Ok(on)
     }

@@ -35,6 +35,7 @@ impl Online {
             return Ok(None);
         }
         self.round += 1;
+        self.level = self.opts.check.level.name(false).to_string();
         let take = self.admission(&blocked);
         let (new, new_ids, admitted_fences) = self.admit(&take);
         self.assign_epochs(&admitted_fences, &new_ids);
@@ -71,9 +72,13 @@ impl Online {
         let carried = self.carried_for(&slab_txn, committed_unknown);
         let checked = h.num_txns();
         let t_build = t0.elapsed();
-        let (report, fin) =
-            run(&h, &self.opts.check, Some(&carried), self.opts.gc).map_err(OnlineError::Check)?;
+        let (report, fin) = if self.opts.check.level == crate::Level::Causal {
+            self.causal_check(&h, &new_ids, &txn_slab, &slab_txn, &carried)?
+        } else {
+            run(&h, &self.opts.check, Some(&carried), self.opts.gc).map_err(OnlineError::Check)?
+        };
         drop(carried);
+        self.last_agree = agree;
         let mut st = RoundStats {
             round: self.round,
             new,
@@ -82,6 +87,10 @@ impl Online {
             constraints_after_prune: report.stats.constraints_after_prune,
             ..Default::default()
         };
+        if self.opts.check.level == crate::Level::Causal {
+            st.forced_edges = Some(st.constraints);
+            st.constraints = 0;
+        }
         if !matches!(report.verdict, Verdict::Accept) {
             self.verdict = Some(report);
             st.live = self.live_count;
@@ -103,8 +112,9 @@ impl Online {
         st.gc_held = self.gc_hold();
         let t_check = t0.elapsed();
         if let Some(fin) = fin {
-            // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying.
-            if agree >= 2 && !self.lists_seen {
+            // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying
+            // but the edges causal consistency forced this round (computed once, see `causal`).
+            if agree >= 2 && !self.lists_seen && self.opts.gc {
                 st.deleted = if self.repeated {
                     let old_below = self.agree_with_withheld_reads(agree);
                     if old_below >= 2 {
@@ -115,6 +125,8 @@ impl Online {
                 } else {
                     self.collect(&fin, &txn_slab, agree, None)
                 };
+            } else if self.opts.check.level == crate::Level::Causal {
+                self.keep_forced(&fin, &txn_slab);
             }
         }
         st.check_time = t_check - t_build;
@@ -328,7 +340,10 @@ impl Online {
                 };
                 let r = krait_history::resolve(h);
                 let t = slab_txn[id as usize];
-                return Some(crate::cert::stale_read(h, &r, t, &what, key, writer, round));
+                let causal = self.opts.check.level == crate::Level::Causal;
+                return Some(crate::cert::stale_read(
+                    h, &r, t, &what, key, writer, round, causal,
+                ));
             }
         }
         None

@@ -72,6 +72,10 @@ pub struct RoundStats {
     pub constraints: usize,
     /// Constraints of this round's check left to the solver.
     pub constraints_after_prune: usize,
+    /// Causal consistency: the version-order edges the new transactions' reads forced (the
+    /// level has no constraints; absent at ser and si).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forced_edges: Option<usize>,
     /// Edges carried into the next round from deleted transactions.
     pub carried_edges: usize,
     /// Hub nodes among them.

@@ -6,6 +6,7 @@
 //! search. Readers are split over threads.
 
 use super::facts::Facts;
+use super::online::Fresh;
 use super::{Forced, Rule};
 use crate::graph::{self, Csr, Node, INIT};
 use krait_history::FxHashMap;
@@ -217,7 +218,12 @@ pub(super) fn read_atomic(f: &Facts) -> Vec<Forced> {
 /// one already in t1's causal past, or behind an edge already forced into t1 on its chain,
 /// adds nothing and is skipped, so the edges stay within n × chains.
 /// None when session order and write→read already close a cycle (the check reports it).
-pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
+///
+/// With `fresh` (an online round), only the reads of its new transactions are looked at, and
+/// each of them has in its causal past the first `floor[ch]` positions of every chain as well:
+/// transactions the epochs prove precede everything still to come, whose paths to it may run
+/// through transactions earlier rounds deleted.
+pub(super) fn causal(f: &Facts, fresh: Option<&Fresh>) -> Option<Vec<Forced>> {
     let n = f.num_nodes();
     let c = f.num_chains as usize;
     let csr = Csr::build_from(n, || f.known.iter().map(|&(u, v, _)| (u, v)));
@@ -244,6 +250,19 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
         }
     }
     drop((csr, order));
+    // What precedes each t1 is known from the round's own edges only: a floor position's path
+    // to a new transaction may run through deleted ones.
+    let known_before = fresh.map(|fr| {
+        let before = vc.clone();
+        for x in 0..n {
+            if fr.node[x] {
+                for (d, &p) in vc[x * c..x * c + c].iter_mut().zip(&fr.floor) {
+                    *d = (*d).max(p);
+                }
+            }
+        }
+        before
+    });
     // Writers per key, by chain and position; per key its chain groups (chain, start, end).
     let mut wl: Vec<(u32, u32, u32, Node)> = Vec::new();
     for w in 1..n as Node {
@@ -278,17 +297,22 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
     // nothing (session order puts it before that one), so each forced edge is new.
     // Reads taken key by key (a counting sort), so each key's writers stay in cache while
     // its readers are looked at: (reader, index into `f.reads`).
+    let looked_at = |t2: Node| fresh.is_none_or(|fr| fr.node[t2 as usize]);
     let mut start = vec![0u32; f.num_keys + 1];
-    for r in &f.reads {
-        start[r.0 as usize + 1] += 1;
+    let mut looked = 0usize;
+    for t2 in (1..n as Node).filter(|&t2| looked_at(t2)) {
+        for r in f.reads_of(t2) {
+            start[r.0 as usize + 1] += 1;
+            looked += 1;
+        }
     }
     for k in 0..f.num_keys {
         start[k + 1] += start[k];
     }
     // (reader, writer read, index into `f.reads`): the loop below reads the read itself only
     // for an edge it forces, and its key from where it lies.
-    let mut by_key = vec![(0u32, 0u32, 0u32); f.reads.len()];
-    for t2 in 1..n as Node {
+    let mut by_key = vec![(0u32, 0u32, 0u32); looked];
+    for t2 in (1..n as Node).filter(|&t2| looked_at(t2)) {
         for i in f.read_start[t2 as usize]..f.read_start[t2 as usize + 1] {
             let (k, t1, _) = f.reads[i as usize];
             by_key[start[k as usize] as usize] = (t2, t1, i);
@@ -313,7 +337,7 @@ pub(super) fn causal(f: &Facts) -> Option<Vec<Forced>> {
             // Per t1 and chain: 1 + the last position on the chain already known to precede
             // t1 (its causal past, then the edges forced into it so far); a writer at or
             // before it adds nothing (session order puts it before that one).
-            let mut upto = vc.clone();
+            let mut upto = known_before.as_ref().unwrap_or(&vc).clone();
             let mut out = Vec::new();
             let mut x = 0usize;
             for (pos, &(t2, t1, i)) in (ci * per..).zip(chunk) {

@@ -43,13 +43,19 @@ impl Facts {
         self.node_txn.len() + 1
     }
 
-    pub fn build(h: &History, r: &Resolution) -> Result<Facts, Finding> {
+    /// `committed_unknown`: transactions of unknown outcome known to have committed (an online
+    /// round's, whose readers earlier rounds deleted).
+    pub fn build(
+        h: &History,
+        r: &Resolution,
+        committed_unknown: &[TxnId],
+    ) -> Result<Facts, Finding> {
         let Participants {
             inc,
             excluded_unknown,
             node_txn,
             txn_node,
-        } = participants(h, r, &[])?;
+        } = participants(h, r, committed_unknown)?;
         let n = node_txn.len() + 1;
         let final_write = final_writes(h);
         let mut stamp = vec![u32::MAX; h.num_keys()];

@@ -17,6 +17,7 @@ mod axioms;
 mod encode;
 mod facts;
 mod learn;
+pub(crate) mod online;
 mod repeated;
 
 use crate::graph::{EdgeKind, Label, Node, INIT};
@@ -93,7 +94,7 @@ pub(crate) fn check_resolved(
     let t1 = Instant::now();
     let report =
         |verdict, stats, timings, order| Report::plain(name, verdict, stats, timings, order);
-    let f = match Facts::build(h, &r) {
+    let f = match Facts::build(h, &r, &[]) {
         Ok(f) => f,
         Err(_) if again.is_none() => return Ok(None),
         Err(finding) => {
@@ -156,7 +157,7 @@ fn forced_edges(level: Level, f: &Facts) -> Vec<Forced> {
         Level::ReadCommitted => axioms::read_committed(f),
         Level::ReadAtomic => axioms::read_atomic(f),
         // None: session order and write→read close a cycle already, which the check finds.
-        _ => axioms::causal(f).unwrap_or_default(),
+        _ => axioms::causal(f, None).unwrap_or_default(),
     }
 }
 
@@ -168,7 +169,7 @@ fn violations(
     level: Level,
     learner: &learn::Learner,
 ) -> Option<Vec<Vec<u32>>> {
-    let f = match Facts::build(h, r) {
+    let f = match Facts::build(h, r, &[]) {
         Ok(f) => f,
         Err(finding) => return Some(vec![learner.of_finding(r, &finding)]),
     };

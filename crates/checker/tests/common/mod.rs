@@ -2,6 +2,7 @@
 //! random histories that are serializable about half the time.
 #![allow(dead_code)]
 
+pub mod causal;
 pub mod fenced;
 pub mod si;
 pub mod weak;

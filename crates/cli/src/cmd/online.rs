@@ -25,7 +25,7 @@ pub(crate) fn options(a: &CheckArgs) -> OnlineOptions {
 /// One round in words (the text output of `check --round-size` and `watch`).
 pub(crate) fn round_line(st: &RoundStats) -> String {
     format!(
-        "round {}: +{} txns, {} checked, {} deleted ({} in all), {} live{}, {} constraints ({} after pruning), {} carried edges, epoch agree {}, {:.1} ms{}",
+        "round {}: +{} txns, {} checked, {} deleted ({} in all), {} live{}, {}, {} carried edges, epoch agree {}, {:.1} ms{}",
         st.round,
         st.new,
         st.checked,
@@ -37,8 +37,13 @@ pub(crate) fn round_line(st: &RoundStats) -> String {
         } else {
             String::new()
         },
-        st.constraints,
-        st.constraints_after_prune,
+        match st.forced_edges {
+            Some(f) => format!("{f} forced edges"),
+            None => format!(
+                "{} constraints ({} after pruning)",
+                st.constraints, st.constraints_after_prune
+            ),
+        },
         st.carried_edges,
         if st.epoch_agree >= u32::MAX - 2 {
             "-".to_string()

@@ -1,0 +1,171 @@
+//! Causal consistency in online rounds (`checker::online`): one round's check, and the graph its
+//! garbage collection works on.
+//!
+//! A transaction's causal past is complete when it is admitted (its session predecessor and
+//! the writers it read come first), so the edges its reads force are computed once, in the
+//! round that admits it, and kept from then on like any other edge: between kept transactions
+//! they are carried to later rounds, through deleted ones folded into carried paths. Later
+//! rounds recompute nothing for it, which matters: its causal past may by then run through
+//! transactions that were deleted, and a carried edge cannot say whether the path it stands
+//! for is causal (session order and write→read) or also holds forced edges.
+//!
+//! What a new transaction's causal past holds of the deleted and the old: every transaction
+//! old when the round began (epoch ≤ the previous round's agree − 2) precedes it by session
+//! order and write→read through the fence chain; a transaction that is not old reaches it, if
+//! at all, through transactions still held, since a deleted one has only old ancestors. So its
+//! causal past is what the round's own edges give, plus a floor on every session chain up to
+//! its last old transaction ([`Fresh`]). A write deleted for good is one an old writer of the
+//! same key follows, so a new read of it is a violation (the online stale read) and a new read
+//! of another write of the key needs the forced edge from that follower alone.
+
+use super::facts::Facts;
+use super::{Forced, Rule};
+use crate::graph::{EdgeKind, Label, Node, INIT, NO_KEY};
+use crate::pipeline::{Carried, Final, HUB, START};
+use crate::{cert, CheckError, CheckStats, Options, Report, Timings, Verdict};
+use krait_history::History;
+use std::time::Instant;
+
+/// An online round's new transactions, and what every one of them has in its causal past.
+pub(crate) struct Fresh {
+    /// Per node of the round's facts: admitted this round.
+    pub node: Vec<bool>,
+    /// Per session chain: 1 + the last position on it of a transaction old when the round
+    /// began (0: none).
+    pub floor: Vec<u32>,
+}
+
+/// Checks an online round's history `h` under causal consistency: session order, write→read,
+/// the edges `carried` from earlier rounds (forced edges among them) and the edges the reads
+/// of the transactions `fresh[t]` force, whose causal past includes every transaction with
+/// `old[t]`. An ACCEPT returns the graph for garbage collection.
+pub(crate) fn causal_round(
+    h: &History,
+    opts: &Options,
+    carried: &Carried,
+    fresh: &[bool],
+    old: &[bool],
+) -> Result<(Report, Option<Final>), CheckError> {
+    let t0 = Instant::now();
+    let name = opts.level.name(false);
+    if opts.strict.is_some() {
+        return Err(CheckError::Unsupported(format!(
+            "--level {name} has no real-time variant (drop --strict)"
+        )));
+    }
+    let r = krait_history::resolve(h);
+    if h.has_lists() || !r.ambiguous.is_empty() {
+        return Err(CheckError::Unsupported(format!(
+            "--level {name} is checked online only where every written value is unique per key and there are no list-append reads (check the whole history instead)"
+        )));
+    }
+    let mut timings = Timings {
+        resolve: t0.elapsed(),
+        ..Default::default()
+    };
+    let mut stats = CheckStats::default();
+    let t1 = Instant::now();
+    let f = match Facts::build(h, &r, &carried.committed_unknown) {
+        Ok(f) => f,
+        Err(finding) => {
+            timings.graph = t1.elapsed();
+            let cert = cert::certify(h, &r, &finding);
+            let v = Verdict::Reject(Box::new(cert));
+            return Ok((Report::plain(name, v, stats, timings, None), None));
+        }
+    };
+    let n = f.num_nodes();
+    let mut txn_node = vec![u32::MAX; h.num_txns()];
+    for (i, &t) in f.node_txn.iter().enumerate() {
+        txn_node[t as usize] = i as Node + 1;
+    }
+    let mut floor = vec![0u32; f.num_chains as usize];
+    let mut node_fresh = vec![false; n];
+    for (i, &t) in f.node_txn.iter().enumerate() {
+        let x = i + 1;
+        node_fresh[x] = fresh[t as usize];
+        let (ch, pos) = f.chain_of[x];
+        if old[t as usize] && ch != u32::MAX {
+            floor[ch as usize] = floor[ch as usize].max(pos + 1);
+        }
+    }
+    let fr = Fresh {
+        node: node_fresh,
+        floor,
+    };
+    // None: session order and write→read close a cycle, which the search below finds.
+    let forced = super::axioms::causal(&f, Some(&fr)).unwrap_or_default();
+    drop(fr);
+    stats.txns_checked = f.node_txn.len();
+    stats.unknown_outcome_excluded = f.excluded_unknown;
+    stats.constraints = forced.len();
+    let num_nodes = n + carried.hubs as usize;
+    let (edges, labels, why) = round_graph(&f, &forced, carried, &txn_node, n);
+    stats.nodes = num_nodes;
+    stats.known_edges = edges.len();
+    timings.graph = t1.elapsed();
+    let t = Instant::now();
+    let csr = crate::graph::Csr::build(num_nodes, &edges, false);
+    let acyclic = crate::graph::topo_order(num_nodes, &csr).is_ok();
+    drop(csr);
+    timings.prune = t.elapsed();
+    if !acyclic {
+        let t = Instant::now();
+        let c = cert::weak_certificate(h, &r, &f.node_txn, &edges, &labels, &why, &forced);
+        timings.certificate = t.elapsed();
+        let v = Verdict::Reject(Box::new(c));
+        return Ok((Report::plain(name, v, stats, timings, None), None));
+    }
+    let mut chain_of = f.chain_of.clone();
+    chain_of.resize(num_nodes, (u32::MAX, 0));
+    let b = crate::graph::Built::plain(
+        f.node_txn.clone(),
+        txn_node,
+        num_nodes,
+        edges,
+        labels,
+        chain_of,
+        f.num_chains as usize,
+    );
+    let fin = Final {
+        b,
+        remaining: Vec::new(),
+        read_from: r.read_from,
+        op_txn: r.op_txn,
+    };
+    let report = Report::plain(name, Verdict::Accept, stats, timings, None);
+    Ok((report, Some(fin)))
+}
+
+/// The round's edges, labelled, with `why[i]` the forced edge behind edge i (`u32::MAX`: none):
+/// session order and write→read, the carried edges (hubs numbered from `n`), the forced ones.
+fn round_graph(
+    f: &Facts,
+    forced: &[Forced],
+    carried: &Carried,
+    txn_node: &[Node],
+    n: usize,
+) -> (Vec<(Node, Node)>, Vec<Label>, Vec<u32>) {
+    let (mut edges, mut labels, mut why) = super::graph_of(f, forced);
+    let map = |x: u32| -> Option<Node> {
+        if x & HUB != 0 {
+            Some(n as Node + (x & !HUB))
+        } else {
+            debug_assert!(x & START == 0, "causal consistency has no snapshot nodes");
+            let v = txn_node[x as usize];
+            (v != u32::MAX).then_some(v)
+        }
+    };
+    let label = Label::fact(EdgeKind::Carried, NO_KEY);
+    for &(u, v) in &carried.edges {
+        if let (Some(u), Some(v)) = (map(u), map(v)) {
+            edges.push((u, v));
+            labels.push(label);
+            why.push(u32::MAX);
+        }
+    }
+    debug_assert!(forced
+        .iter()
+        .all(|e| e.rule == Rule::Causal && e.t3 != INIT));
+    (edges, labels, why)
+}
