@@ -116,6 +116,7 @@ impl Recorder {
             txns: 0,
             writes: 0,
             open: None,
+            ops: 0,
             defer: false,
         })
     }
@@ -132,6 +133,24 @@ pub struct RecSession {
     open: Option<(bool, bool)>,
     /// Its writes wait for COMMIT's announcement ([`RecTxn::defer_writes`]).
     defer: bool,
+    /// Operations the open transaction logged.
+    ops: u32,
+}
+
+/// Where the open transaction's record stood ([`RecSession::mark`]), to go back to if what
+/// was logged after it did not happen ([`RecSession::retract`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpMark {
+    log: (u64, usize, usize),
+    any: bool,
+    ops: u32,
+}
+
+impl OpMark {
+    /// Operations logged between this mark and a later one.
+    pub(crate) fn ops_to(&self, later: &OpMark) -> u32 {
+        later.ops - self.ops
+    }
 }
 
 impl RecSession {
@@ -176,7 +195,38 @@ impl RecSession {
         self.log.hold(&head);
         self.open = Some((false, false));
         self.defer = false;
+        self.ops = 0;
         Ok(())
+    }
+
+    /// Where the open transaction's record stands (None outside one).
+    pub(crate) fn mark(&self) -> Option<OpMark> {
+        let (any, _) = self.open?;
+        Some(OpMark {
+            log: self.log.mark(),
+            any,
+            ops: self.ops,
+        })
+    }
+
+    /// Takes back the operations logged between marks `from` and `to`: they did not happen
+    /// (an UPDATE or DELETE that matched no row), whatever was logged after them. Only what
+    /// is still held can be: false, with nothing changed, once it reached the file (or
+    /// COMMIT was announced).
+    pub(crate) fn retract(&mut self, from: OpMark, to: OpMark) -> bool {
+        match self.open.as_mut() {
+            Some((any, false)) if self.log.forget(from.log, to.log, !from.any) => {
+                self.ops -= to.ops - from.ops;
+                *any = from.any || self.ops > from.ops;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Operations the open transaction logged so far.
+    pub(crate) fn txn_ops(&self) -> u32 {
+        self.ops
     }
 
     /// Logs one operation; `app` is the application's own value, kept for certificates.
@@ -200,6 +250,7 @@ impl RecSession {
             line.push(',');
         }
         *any = true;
+        self.ops += 1;
         push_op(&mut line, kind, key, value, app);
         if kind == "r" || self.defer {
             // A read is logged once its answer is in: nothing waits on it reaching the file

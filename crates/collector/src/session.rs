@@ -95,6 +95,9 @@ pub(crate) struct Log {
     /// Records held back ([`Log::hold`]) until the next one that must reach the file at once.
     held: String,
     publish: Option<Published>,
+    /// Times what was held was written out: a mark ([`Log::mark`]) from before the last one
+    /// can no longer be gone back to.
+    flushes: u64,
 }
 
 struct Published {
@@ -117,6 +120,7 @@ impl Log {
             line: String::with_capacity(256),
             held: String::with_capacity(256),
             publish: None,
+            flushes: 0,
         })
     }
     /// Publishes each transaction's records to `sink` too.
@@ -149,7 +153,37 @@ impl Log {
     pub(crate) fn write_held(&mut self) -> Result<(), StoreError> {
         let written = self.file.write_all(self.held.as_bytes());
         self.held.clear();
+        self.flushes += 1;
         written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
+    }
+    /// Where the log stands: (writes out so far, bytes held, bytes of the record published).
+    pub(crate) fn mark(&self) -> (u64, usize, usize) {
+        let text = self.publish.as_ref().map_or(0, |p| p.text.len());
+        (self.flushes, self.held.len(), text)
+    }
+    /// Forgets what was held between marks `from` and `to` (taken in that order), and the
+    /// comma that would then open the record's operations if `first` (what was forgotten
+    /// began them); false, with nothing changed, if something was written out since `from`.
+    pub(crate) fn forget(
+        &mut self,
+        from: (u64, usize, usize),
+        to: (u64, usize, usize),
+        first: bool,
+    ) -> bool {
+        if from.0 != self.flushes || to.0 != self.flushes || to.1 > self.held.len() {
+            return false;
+        }
+        let cut = |s: &mut String, a: usize, b: usize| {
+            s.replace_range(a..b, "");
+            if first && s[a..].starts_with(',') {
+                s.remove(a);
+            }
+        };
+        cut(&mut self.held, from.1, to.1);
+        if let Some(p) = self.publish.as_mut() {
+            cut(&mut p.text, from.2, to.2);
+        }
+        true
     }
     /// Appends `s` and everything held to the log file now.
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {

@@ -9,9 +9,11 @@ use super::sql::{classify, Operand, Stmt, TableSpec};
 pub(crate) use super::values::{app_of, key_of, value_id};
 use super::values::{fmt_of, normalize};
 
+#[cfg(test)]
+mod no_row_tests;
 mod replies;
 use super::wire::{Fields, Msg};
-use crate::recorder::RecSession;
+use crate::recorder::{OpMark, RecSession};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 
@@ -31,6 +33,12 @@ enum Pending {
         col: String,
         delta: Vec<u8>,
         minus: bool,
+    },
+    /// An UPDATE or DELETE by key, whose writes were logged between marks `from` and `to`:
+    /// taken back if its reply says it matched no row.
+    Write {
+        from: Option<OpMark>,
+        to: Option<OpMark>,
     },
     Other,
 }
@@ -79,6 +87,9 @@ pub(crate) struct Conn {
     query_cols: Cols,
     failed: bool,
     last_tag: String,
+    /// Operations of the transaction being recorded that did not happen (an UPDATE or DELETE
+    /// that matched no row) and could not be taken back: they had reached the log.
+    phantom: u32,
     /// Writes were sent outside an explicit transaction: they commit with their statement, so
     /// a connection lost before the answer leaves them unknown, not aborted.
     autocommit_sent: bool,
@@ -121,6 +132,7 @@ impl Conn {
             query_cols: Vec::new(),
             failed: false,
             last_tag: String::new(),
+            phantom: 0,
             autocommit_sent: false,
             explicit: false,
             syncs_sent: 0,
@@ -175,8 +187,14 @@ impl Conn {
                 }
                 Pending::Other
             }
-            Stmt::Write { table, key, cols } => {
+            Stmt::Write {
+                table,
+                key,
+                cols,
+                update,
+            } => {
                 self.ensure_txn()?;
+                let mark = self.session.mark();
                 let key = self.operand(&key, params).unwrap_or_default();
                 let t = self.tables[table].clone();
                 for (c, v) in &cols {
@@ -191,10 +209,18 @@ impl Conn {
                 if !self.explicit {
                     self.autocommit_sent = true;
                 }
-                Pending::Other
+                if update {
+                    Pending::Write {
+                        from: mark,
+                        to: self.session.mark(),
+                    }
+                } else {
+                    Pending::Other
+                }
             }
             Stmt::Delete { table, key } => {
                 self.ensure_txn()?;
+                let mark = self.session.mark();
                 let key = self.operand(&key, params).unwrap_or_default();
                 let t = self.tables[table].clone();
                 // The row is gone: every column reads as absent (no row) until written again.
@@ -204,7 +230,10 @@ impl Conn {
                 if !self.explicit {
                     self.autocommit_sent = true;
                 }
-                Pending::Other
+                Pending::Write {
+                    from: mark,
+                    to: self.session.mark(),
+                }
             }
             Stmt::Select { table, key } => {
                 self.ensure_txn()?;

@@ -23,11 +23,13 @@ pub(crate) enum Stmt {
         table: usize,
         key: Operand,
     },
-    /// Writes these columns of row `key`.
+    /// Writes these columns of row `key`; an UPDATE (`update`) only if the row exists, as its
+    /// reply's row count tells.
     Write {
         table: usize,
         key: Operand,
         cols: Vec<(String, Operand)>,
+        update: bool,
     },
     /// `UPDATE t SET col = col ± delta WHERE pk = key`: a read-modify-write whose values only
     /// the database knows; sent with `RETURNING col` (stripped from the reply) so the new
@@ -318,7 +320,12 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     }
     let key = where_pk(p, &tables[table].pk, false)?;
     cols.retain(|(c, _)| *c != tables[table].pk);
-    Some(Stmt::Write { table, key, cols })
+    Some(Stmt::Write {
+        table,
+        key,
+        cols,
+        update: true,
+    })
 }
 
 fn delete(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
@@ -395,7 +402,12 @@ fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
         .zip(vals)
         .filter(|(n, _)| n != pk)
         .collect();
-    Some(Stmt::Write { table, key, cols })
+    Some(Stmt::Write {
+        table,
+        key,
+        cols,
+        update: false,
+    })
 }
 
 #[cfg(test)]
@@ -444,7 +456,8 @@ mod tests {
                 cols: vec![
                     ("balance".into(), c("90")),
                     ("owner".into(), Operand::Param(1))
-                ]
+                ],
+                update: true
             }
         );
         assert_eq!(
@@ -452,7 +465,7 @@ mod tests {
                 "INSERT INTO accounts (id, balance) VALUES ($1, 'it''s') ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance",
                 &tb
             ),
-            Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))] }
+            Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))], update: false }
         );
         assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
         assert_eq!(classify("vacuum accounts", &tb), Stmt::Ignored);

@@ -2,7 +2,7 @@
 //! the queue of what the server owes, and what it says for the history (rows read, an
 //! increment's new value, where a transaction ends).
 
-use super::{app_of, fmt_of, key_of, normalize, value_id, Cols, Conn, Pending, Reply};
+use super::{app_of, fmt_of, key_of, normalize, value_id, Cols, Conn, OpMark, Pending, Reply};
 use crate::proxy::wire::{Fields, Msg};
 use std::io;
 
@@ -195,6 +195,17 @@ impl Conn {
             b'C' | b'I' | b's' => {
                 if m.tag == b'C' {
                     self.last_tag = f.cstr().unwrap_or_default();
+                    if let Some(Reply::Exec {
+                        what: Pending::Write { from, to },
+                        ..
+                    }) = self.queue.front()
+                    {
+                        // "UPDATE 0", "DELETE 0": the row was not there.
+                        if self.last_tag.rsplit(' ').next() == Some("0") {
+                            let (from, to) = (*from, *to);
+                            self.matched_no_row(from, to);
+                        }
+                    }
                 }
                 if let Some(Reply::Exec {
                     what:
@@ -242,9 +253,19 @@ impl Conn {
                 if f.byte() == Some(b'I') && self.syncs_answered > self.opened_at {
                     if self.session.in_txn() {
                         let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");
-                        self.session
-                            .end(if rolled_back { "aborted" } else { "committed" })?;
+                        // Every operation logged was of statements that matched no row: it
+                        // did nothing, which is what an aborted transaction records.
+                        let nothing = self.phantom > 0 && self.phantom == self.session.txn_ops();
+                        if self.phantom > 0 && !nothing && !rolled_back {
+                            self.phantom_note()?;
+                        }
+                        self.session.end(if rolled_back || nothing {
+                            "aborted"
+                        } else {
+                            "committed"
+                        })?;
                     }
+                    self.phantom = 0;
                     self.failed = false;
                     self.explicit = false;
                     self.autocommit_sent = false;
@@ -253,5 +274,34 @@ impl Conn {
             _ => {}
         }
         Ok(true)
+    }
+
+    /// An UPDATE or DELETE whose writes were logged between marks `from` and `to` matched no
+    /// row: they are taken back while still held; otherwise they stay, counted as operations
+    /// that did not happen.
+    fn matched_no_row(&mut self, from: Option<OpMark>, to: Option<OpMark>) {
+        let (Some(from), Some(to)) = (from, to) else {
+            return;
+        };
+        if self.session.in_txn() && !self.session.retract(from, to) {
+            self.phantom += from.ops_to(&to);
+        }
+    }
+
+    /// A committed transaction's log holds writes that did not happen (an UPDATE or DELETE
+    /// that matched no row, logged before it went out, with other work of the transaction
+    /// after it or COMMIT sent in the same batch): said with the transaction, as a statement
+    /// that may have written, since a verdict may then be wrong.
+    fn phantom_note(&mut self) -> io::Result<()> {
+        let why = format!(
+            "{} write(s) of an UPDATE or DELETE that matched no row reached the log before its reply (pipelined with later statements or COMMIT): the history holds writes that did not happen",
+            self.phantom
+        );
+        self.unrecorded += 1;
+        if self.unrecorded <= 10 {
+            eprintln!("krait proxy: {}: {why}", self.session.name());
+        }
+        self.notes
+            .add(self.session.name(), self.session.txn_id(), true, &why)
     }
 }
