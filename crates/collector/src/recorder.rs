@@ -117,6 +117,10 @@ impl Recorder {
             writes: 0,
             open: None,
             ops: 0,
+            next_op: 0,
+            held_ops: Vec::new(),
+            held_flushes: 0,
+            gone: Vec::new(),
             defer: false,
         })
     }
@@ -133,25 +137,22 @@ pub struct RecSession {
     open: Option<(bool, bool)>,
     /// Its writes wait for COMMIT's announcement ([`RecTxn::defer_writes`]).
     defer: bool,
-    /// Operations the open transaction logged.
+    /// Operations of the open transaction in its record (logged, not taken back).
     ops: u32,
+    /// Operations of the open transaction numbered so far: an [`OpMark`] is one of them.
+    next_op: OpMark,
+    /// The open transaction's operations still held, so still removable: (number, where it
+    /// starts in the held bytes and in the published record), in order. Valid while the log
+    /// has written nothing out since `held_flushes`.
+    held_ops: Vec<(OpMark, (usize, usize))>,
+    held_flushes: u64,
+    /// Operations taken back ([`RecSession::retract`]).
+    gone: Vec<OpMark>,
 }
 
-/// Where the open transaction's record stood ([`RecSession::mark`]), to go back to if what
-/// was logged after it did not happen ([`RecSession::retract`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OpMark {
-    log: (u64, usize, usize),
-    any: bool,
-    ops: u32,
-}
-
-impl OpMark {
-    /// Operations logged between this mark and a later one.
-    pub(crate) fn ops_to(&self, later: &OpMark) -> u32 {
-        later.ops - self.ops
-    }
-}
+/// An operation's number in its transaction ([`RecSession::mark`]): the operations between
+/// two marks are the ones a statement logged, to take back if it did not happen.
+pub(crate) type OpMark = u32;
 
 impl RecSession {
     /// The session's name.
@@ -196,32 +197,72 @@ impl RecSession {
         self.open = Some((false, false));
         self.defer = false;
         self.ops = 0;
+        self.next_op = 0;
+        self.held_ops.clear();
+        self.gone.clear();
         Ok(())
     }
 
-    /// Where the open transaction's record stands (None outside one).
-    pub(crate) fn mark(&self) -> Option<OpMark> {
-        let (any, _) = self.open?;
-        Some(OpMark {
-            log: self.log.mark(),
-            any,
-            ops: self.ops,
-        })
+    /// The number the open transaction's next operation will have.
+    pub(crate) fn mark(&self) -> OpMark {
+        self.next_op
     }
 
-    /// Takes back the operations logged between marks `from` and `to`: they did not happen
-    /// (an UPDATE or DELETE that matched no row), whatever was logged after them. Only what
-    /// is still held can be: false, with nothing changed, once it reached the file (or
-    /// COMMIT was announced).
-    pub(crate) fn retract(&mut self, from: OpMark, to: OpMark) -> bool {
-        match self.open.as_mut() {
-            Some((any, false)) if self.log.forget(from.log, to.log, !from.any) => {
-                self.ops -= to.ops - from.ops;
-                *any = from.any || self.ops > from.ops;
-                true
-            }
-            _ => false,
+    /// Forgets which operations are held once the log wrote them out.
+    fn sync_held(&mut self) {
+        if self.log.flushes() != self.held_flushes {
+            self.held_ops.clear();
+            self.held_flushes = self.log.flushes();
         }
+    }
+
+    /// Takes back the open transaction's operations numbered `from..to`: they did not happen
+    /// (an UPDATE or DELETE that matched no row, statements rolled back to a savepoint),
+    /// whatever was logged after them. Only what is still held can be; returns how many of
+    /// them are still in the record because they reached the file (or COMMIT was announced).
+    pub(crate) fn retract(&mut self, from: OpMark, to: OpMark) -> u32 {
+        let Some((_, committing)) = self.open else {
+            return 0;
+        };
+        self.sync_held();
+        let removable = !committing;
+        let mut stuck = 0;
+        let mut i = self.held_ops.len();
+        for id in (from..to).rev() {
+            if self.gone.contains(&id) {
+                continue;
+            }
+            while i > 0 && self.held_ops[i - 1].0 > id {
+                i -= 1;
+            }
+            let held = i > 0 && self.held_ops[i - 1].0 == id;
+            if !(held && removable) {
+                stuck += 1;
+                continue;
+            }
+            let at = self.held_ops[i - 1].1;
+            let end = self.held_ops.get(i).map(|e| e.1);
+            // The record's first operation has no comma before it; the next one then loses
+            // its own.
+            let first = !self.log.comma_at(at);
+            let (mut dh, mut dt) = self.log.cut(at, end);
+            if first && end.is_some() {
+                let (h, t) = self.log.uncomma(at);
+                (dh, dt) = (dh + h, dt + t);
+            }
+            self.held_ops.remove(i - 1);
+            i -= 1;
+            for e in &mut self.held_ops[i..] {
+                e.1 = (e.1 .0 - dh, e.1 .1 - dt);
+            }
+            self.gone.push(id);
+            self.ops -= 1;
+        }
+        // A comma goes before the next operation only if one is left in the record.
+        if let Some((a, _)) = self.open.as_mut() {
+            *a = self.ops > 0;
+        }
+        stuck
     }
 
     /// Operations the open transaction logged so far.
@@ -251,8 +292,12 @@ impl RecSession {
         }
         *any = true;
         self.ops += 1;
+        let id = self.next_op;
+        self.next_op += 1;
         push_op(&mut line, kind, key, value, app);
+        self.sync_held();
         if kind == "r" || self.defer {
+            self.held_ops.push((id, self.log.at()));
             // A read is logged once its answer is in: nothing waits on it reaching the file
             // before the next write or COMMIT goes out, which carries it there. Deferred
             // writes likewise wait for COMMIT: the database undoes them if the client dies

@@ -156,34 +156,54 @@ impl Log {
         self.flushes += 1;
         written.map_err(|e| StoreError::Fatal(format!("writing the history log: {e}")))
     }
-    /// Where the log stands: (writes out so far, bytes held, bytes of the record published).
-    pub(crate) fn mark(&self) -> (u64, usize, usize) {
+    /// Where the next record begins: (bytes held, bytes of the record published).
+    pub(crate) fn at(&self) -> (usize, usize) {
         let text = self.publish.as_ref().map_or(0, |p| p.text.len());
-        (self.flushes, self.held.len(), text)
+        (self.held.len(), text)
     }
-    /// Forgets what was held between marks `from` and `to` (taken in that order), and the
-    /// comma that would then open the record's operations if `first` (what was forgotten
-    /// began them); false, with nothing changed, if something was written out since `from`.
-    pub(crate) fn forget(
+    /// Times what was held was written out so far.
+    pub(crate) fn flushes(&self) -> u64 {
+        self.flushes
+    }
+    /// Forgets the held bytes from `at.0` (and of the published record from `at.1`) up to
+    /// `end` (the next operation's place, or the end): an operation that did not happen.
+    /// Returns how many bytes each lost.
+    pub(crate) fn cut(
         &mut self,
-        from: (u64, usize, usize),
-        to: (u64, usize, usize),
-        first: bool,
-    ) -> bool {
-        if from.0 != self.flushes || to.0 != self.flushes || to.1 > self.held.len() {
-            return false;
-        }
-        let cut = |s: &mut String, a: usize, b: usize| {
-            s.replace_range(a..b, "");
-            if first && s[a..].starts_with(',') {
-                s.remove(a);
+        at: (usize, usize),
+        end: Option<(usize, usize)>,
+    ) -> (usize, usize) {
+        let h = end.map_or(self.held.len(), |e| e.0);
+        self.held.replace_range(at.0..h, "");
+        let t = match self.publish.as_mut() {
+            Some(p) => {
+                let t = end.map_or(p.text.len(), |e| e.1);
+                p.text.replace_range(at.1..t, "");
+                t - at.1
             }
+            None => 0,
         };
-        cut(&mut self.held, from.1, to.1);
-        if let Some(p) = self.publish.as_mut() {
-            cut(&mut p.text, from.2, to.2);
+        (h - at.0, t)
+    }
+    /// Whether the held bytes at `at` begin with a comma (an operation after the first).
+    pub(crate) fn comma_at(&self, at: (usize, usize)) -> bool {
+        self.held[at.0..].starts_with(',')
+    }
+    /// Drops the comma at `at` (the record's first operation gave its place to the next);
+    /// returns how many bytes each lost.
+    pub(crate) fn uncomma(&mut self, at: (usize, usize)) -> (usize, usize) {
+        let mut out = (0, 0);
+        if self.held[at.0..].starts_with(',') {
+            self.held.remove(at.0);
+            out.0 = 1;
         }
-        true
+        if let Some(p) = self.publish.as_mut() {
+            if p.text[at.1..].starts_with(',') {
+                p.text.remove(at.1);
+                out.1 = 1;
+            }
+        }
+        out
     }
     /// Appends `s` and everything held to the log file now.
     pub(crate) fn emit(&mut self, s: &str) -> Result<(), StoreError> {

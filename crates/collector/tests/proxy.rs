@@ -698,3 +698,79 @@ fn a_pipelined_update_that_matches_no_row_is_taken_back_or_named() {
     }
     assert!(verdict(h, Level::Serializable).is_accept());
 }
+
+/// Savepoints, as ORMs use them (Django's nested `atomic`, get-or-create): an INSERT that fails
+/// in a nested transaction is rolled back to its savepoint and the outer one commits. The proxy
+/// records the outer transaction as committed, without what was rolled back; before, the error
+/// marked the whole transaction aborted, and a later read of its write was an aborted read.
+#[test]
+fn work_rolled_back_to_a_savepoint_is_left_out_and_the_transaction_commits() {
+    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_savepoint") else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
+        )
+        .unwrap();
+    let ((), l, report) = with_proxy(&db, &[("kv", "k")], "savepoint", |_, via| {
+        let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+        let mut tx = c.transaction().unwrap();
+        {
+            // get-or-create: try the INSERT in a savepoint.
+            let mut sp = tx.transaction().unwrap();
+            assert!(sp
+                .execute("INSERT INTO kv (k, v) VALUES (1, 'dup')", &[])
+                .is_err());
+            sp.rollback().unwrap();
+        }
+        let r = tx.query_one("SELECT v FROM kv WHERE k = 1", &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), "a");
+        {
+            let mut sp = tx.transaction().unwrap();
+            sp.execute("UPDATE kv SET v = 'gone' WHERE k = 1", &[])
+                .unwrap();
+            sp.rollback().unwrap();
+        }
+        {
+            let mut sp = tx.transaction().unwrap();
+            sp.execute("INSERT INTO kv (k, v) VALUES (2, 'kept')", &[])
+                .unwrap();
+            sp.commit().unwrap();
+        }
+        tx.execute("UPDATE kv SET v = 'b' WHERE k = 1", &[])
+            .unwrap();
+        tx.commit().unwrap();
+        let r = c.query_one("SELECT v FROM kv WHERE k = 2", &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), "kept");
+        let r = c.query_one("SELECT v FROM kv WHERE k = 1", &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), "b");
+    });
+    assert_eq!(report.unrecorded, 0);
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    let h = &l.history;
+    let mut written: Vec<(String, krait_history::TxnStatus)> = (0..h.num_txns() as u32)
+        .flat_map(|t| h.ops(t).map(move |o| (t, o)))
+        .filter(|&(_, o)| h.op_kind[o] == krait_history::OpKind::Write)
+        .map(|(t, o)| {
+            (
+                h.keys[h.op_key[o] as usize].clone(),
+                h.txn_status[t as usize],
+            )
+        })
+        .collect();
+    use krait_history::TxnStatus::Committed;
+    // The proxy's load of the table, and the outer transaction's two writes that happened.
+    written.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        written,
+        [
+            ("kv/1/v".to_string(), Committed),
+            ("kv/1/v".to_string(), Committed),
+            ("kv/2/v".to_string(), Committed)
+        ]
+    );
+    assert!(verdict(h, Level::Serializable).is_accept());
+    assert!(verdict(h, Level::SnapshotIsolation).is_accept());
+}

@@ -9,9 +9,9 @@ use super::sql::{classify, Operand, Stmt, TableSpec};
 pub(crate) use super::values::{app_of, key_of, value_id};
 use super::values::{fmt_of, normalize};
 
-#[cfg(test)]
-mod no_row_tests;
 mod replies;
+#[cfg(test)]
+mod undone_tests;
 use super::wire::{Fields, Msg};
 use crate::recorder::{OpMark, RecSession};
 use std::collections::{HashMap, VecDeque};
@@ -37,8 +37,15 @@ enum Pending {
     /// An UPDATE or DELETE by key, whose writes were logged between marks `from` and `to`:
     /// taken back if its reply says it matched no row.
     Write {
-        from: Option<OpMark>,
-        to: Option<OpMark>,
+        from: OpMark,
+        to: OpMark,
+    },
+    /// `ROLLBACK TO SAVEPOINT name`, sent when the transaction's operations numbered up to
+    /// `to` were logged: once the server confirms it, what was logged since the savepoint
+    /// did not happen.
+    RollbackTo {
+        name: String,
+        to: OpMark,
     },
     Other,
 }
@@ -88,8 +95,12 @@ pub(crate) struct Conn {
     failed: bool,
     last_tag: String,
     /// Operations of the transaction being recorded that did not happen (an UPDATE or DELETE
-    /// that matched no row) and could not be taken back: they had reached the log.
+    /// that matched no row, statements rolled back to a savepoint) and could not be taken
+    /// back: they had reached the log.
     phantom: u32,
+    /// The open transaction's savepoints, innermost last: each name and the number of the
+    /// first operation logged after it.
+    savepoints: Vec<(String, OpMark)>,
     /// Writes were sent outside an explicit transaction: they commit with their statement, so
     /// a connection lost before the answer leaves them unknown, not aborted.
     autocommit_sent: bool,
@@ -133,6 +144,7 @@ impl Conn {
             failed: false,
             last_tag: String::new(),
             phantom: 0,
+            savepoints: Vec::new(),
             autocommit_sent: false,
             explicit: false,
             syncs_sent: 0,
@@ -166,7 +178,12 @@ impl Conn {
         // What ends the transaction now recorded: its outcome comes with the next Sync's answer.
         let ends = match &stmt {
             Stmt::Commit | Stmt::Rollback => true,
-            Stmt::Begin | Stmt::Ignored => false,
+            // Savepoints live inside a transaction block (outside one the server refuses them).
+            Stmt::Begin
+            | Stmt::Ignored
+            | Stmt::Savepoint(_)
+            | Stmt::RollbackTo(_)
+            | Stmt::Release(_) => false,
             _ => !self.explicit,
         };
         if ends {
@@ -283,6 +300,23 @@ impl Conn {
                     delta: self.operand(&delta, params).unwrap_or_default(),
                     minus,
                 }
+            }
+            Stmt::Savepoint(name) => {
+                if self.session.in_txn() {
+                    self.savepoints.push((name, self.session.mark()));
+                }
+                Pending::Other
+            }
+            Stmt::RollbackTo(name) => Pending::RollbackTo {
+                name,
+                to: self.session.mark(),
+            },
+            Stmt::Release(name) => {
+                // Released with every savepoint made after it.
+                if let Some(i) = self.savepoints.iter().rposition(|s| s.0 == name) {
+                    self.savepoints.truncate(i);
+                }
+                Pending::Other
             }
             Stmt::Rollback | Stmt::Ignored => Pending::Other,
         })

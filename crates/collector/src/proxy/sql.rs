@@ -52,6 +52,12 @@ pub(crate) enum Stmt {
     /// A read of declared tables the proxy cannot record (several rows, an aggregate): the
     /// history only misses reads, which makes the check weaker, never wrong.
     UnrecordedRead(String),
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`: what the transaction did since undone.
+    RollbackTo(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    Release(String),
     /// Touches no declared table (SET, SHOW, other tables…).
     Ignored,
 }
@@ -239,6 +245,24 @@ pub(crate) fn classify(sql: &str, tables: &[TableSpec]) -> Stmt {
         "commit" | "end" => return Stmt::Commit,
         "rollback" | "abort" if !t.iter().any(|x| *x == Tok::Word("to".into())) => {
             return Stmt::Rollback
+        }
+        "rollback" => {
+            while !p.word("to") {
+                p.i += 1;
+            }
+            p.word("savepoint");
+            return match p.name() {
+                Some(n) if p.done() => Stmt::RollbackTo(n),
+                _ => Stmt::Unrecorded(format!("unreadable ROLLBACK TO: {}", sql.trim())),
+            };
+        }
+        "savepoint" | "release" => {
+            p.word("savepoint");
+            return match (p.name(), first.as_str()) {
+                (Some(n), "savepoint") if p.done() => Stmt::Savepoint(n),
+                (Some(n), _) if p.done() => Stmt::Release(n),
+                _ => Stmt::Unrecorded(format!("unreadable savepoint statement: {}", sql.trim())),
+            };
         }
         // Maintenance and plans change no row (EXPLAIN ANALYZE runs its statement: not this).
         "vacuum" | "analyze" => return Stmt::Ignored,
@@ -468,6 +492,20 @@ mod tests {
             Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))], update: false }
         );
         assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
+        assert_eq!(classify("SAVEPOINT s1", &tb), Stmt::Savepoint("s1".into()));
+        assert_eq!(
+            classify("ROLLBACK TO SAVEPOINT \"S2\";", &tb),
+            Stmt::RollbackTo("S2".into())
+        );
+        assert_eq!(
+            classify("rollback work to s1", &tb),
+            Stmt::RollbackTo("s1".into())
+        );
+        assert_eq!(
+            classify("RELEASE SAVEPOINT s1", &tb),
+            Stmt::Release("s1".into())
+        );
+        assert_eq!(classify("release s1", &tb), Stmt::Release("s1".into()));
         assert_eq!(classify("vacuum accounts", &tb), Stmt::Ignored);
         assert!(matches!(
             classify("select count(*) from accounts", &tb),

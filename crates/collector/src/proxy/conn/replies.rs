@@ -195,16 +195,23 @@ impl Conn {
             b'C' | b'I' | b's' => {
                 if m.tag == b'C' {
                     self.last_tag = f.cstr().unwrap_or_default();
-                    if let Some(Reply::Exec {
-                        what: Pending::Write { from, to },
-                        ..
-                    }) = self.queue.front()
-                    {
+                    match self.queue.front() {
                         // "UPDATE 0", "DELETE 0": the row was not there.
-                        if self.last_tag.rsplit(' ').next() == Some("0") {
+                        Some(Reply::Exec {
+                            what: Pending::Write { from, to },
+                            ..
+                        }) if self.last_tag.rsplit(' ').next() == Some("0") => {
                             let (from, to) = (*from, *to);
-                            self.matched_no_row(from, to);
+                            self.did_not_happen(from, to);
                         }
+                        Some(Reply::Exec {
+                            what: Pending::RollbackTo { name, to },
+                            ..
+                        }) => {
+                            let (name, to) = (name.clone(), *to);
+                            self.rolled_back_to(&name, to);
+                        }
+                        _ => {}
                     }
                 }
                 if let Some(Reply::Exec {
@@ -266,6 +273,7 @@ impl Conn {
                         })?;
                     }
                     self.phantom = 0;
+                    self.savepoints.clear();
                     self.failed = false;
                     self.explicit = false;
                     self.autocommit_sent = false;
@@ -276,15 +284,23 @@ impl Conn {
         Ok(true)
     }
 
-    /// An UPDATE or DELETE whose writes were logged between marks `from` and `to` matched no
-    /// row: they are taken back while still held; otherwise they stay, counted as operations
-    /// that did not happen.
-    fn matched_no_row(&mut self, from: Option<OpMark>, to: Option<OpMark>) {
-        let (Some(from), Some(to)) = (from, to) else {
-            return;
-        };
-        if self.session.in_txn() && !self.session.retract(from, to) {
-            self.phantom += from.ops_to(&to);
+    /// The operations numbered `from..to` did not happen: they are taken back while still
+    /// held; otherwise they stay, counted as operations that did not happen.
+    fn did_not_happen(&mut self, from: OpMark, to: OpMark) {
+        if self.session.in_txn() {
+            self.phantom += self.session.retract(from, to);
+        }
+    }
+
+    /// The server confirmed `ROLLBACK TO SAVEPOINT name`, sent after operation `to`: what the
+    /// transaction logged since the savepoint did not happen, later savepoints are gone, and
+    /// a transaction an error had failed goes on.
+    fn rolled_back_to(&mut self, name: &str, to: OpMark) {
+        self.failed = false;
+        if let Some(i) = self.savepoints.iter().rposition(|s| s.0 == name) {
+            let from = self.savepoints[i].1;
+            self.savepoints.truncate(i + 1);
+            self.did_not_happen(from, to);
         }
     }
 
@@ -294,7 +310,7 @@ impl Conn {
     /// that may have written, since a verdict may then be wrong.
     fn phantom_note(&mut self) -> io::Result<()> {
         let why = format!(
-            "{} write(s) of an UPDATE or DELETE that matched no row reached the log before its reply (pipelined with later statements or COMMIT): the history holds writes that did not happen",
+            "{} operation(s) that did not happen (of an UPDATE or DELETE that matched no row, or rolled back to a savepoint) had reached the log (sent in one batch with COMMIT, or past the proxy's buffer): the history holds writes that did not happen",
             self.phantom
         );
         self.unrecorded += 1;

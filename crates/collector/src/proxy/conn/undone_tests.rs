@@ -1,5 +1,6 @@
-//! An UPDATE by key that matches no row, with its reply arriving after what the client
-//! pipelined behind it: messages fed to `Conn` by hand, the log read back.
+//! Statements whose writes were logged but did not happen — an UPDATE or DELETE by key that
+//! matched no row (its reply arriving before or after what the client pipelined behind it),
+//! statements rolled back to a savepoint: messages fed to `Conn` by hand, the log read back.
 
 use super::Conn;
 use crate::proxy::sql::TableSpec;
@@ -20,7 +21,8 @@ fn ready(status: u8) -> Msg {
 }
 
 /// Feeds `events` in order: `>SQL` a client's simple query, `<TAG` the server's
-/// CommandComplete, `Z` + status its ReadyForQuery; returns the log's records and the notes.
+/// CommandComplete, `Z` + status its ReadyForQuery, `!` an ErrorResponse; returns the log's
+/// records and the notes.
 fn run(events: &[&str]) -> (Vec<serde_json::Value>, String) {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -40,6 +42,9 @@ fn run(events: &[&str]) -> (Vec<serde_json::Value>, String) {
             c.on_client(&mut msg(b'Q', sql)).unwrap();
         } else if let Some(tag) = e.strip_prefix('<') {
             c.on_server(&mut msg(b'C', tag)).unwrap();
+        } else if *e == "!" {
+            let body = b"SERROR\0C23505\0Mduplicate key value\0\0".to_vec();
+            c.on_server(&mut Msg { tag: b'E', body }).unwrap();
         } else {
             c.on_server(&mut ready(e.as_bytes()[1])).unwrap();
         }
@@ -145,4 +150,53 @@ fn a_transaction_whose_only_writes_matched_no_row_is_recorded_as_doing_nothing()
     let (lines, _) = run(&[">DELETE FROM kv WHERE k = 1", "<DELETE 1", "ZI"]);
     assert_eq!(lines[0]["status"], "committed");
     assert_eq!(keys_written(&lines[0]), ["kv/1/v"]);
+}
+
+#[test]
+fn what_a_transaction_did_after_a_savepoint_it_rolled_back_to_is_taken_back() {
+    let (lines, notes) = run(&[
+        &BEGIN[..],
+        &[">UPDATE kv SET v = 'a' WHERE k = 1", "<UPDATE 1", "ZT"],
+        &[">SAVEPOINT s", "<SAVEPOINT", "ZT"],
+        &[">UPDATE kv SET v = 'b' WHERE k = 2", "<UPDATE 1", "ZT"],
+        &[">SAVEPOINT t", "<SAVEPOINT", "ZT"],
+        &[">UPDATE kv SET v = 'c' WHERE k = 3", "<UPDATE 1", "ZT"],
+        &[">RELEASE SAVEPOINT t", "<RELEASE", "ZT"],
+        &[">ROLLBACK TO SAVEPOINT s", "<ROLLBACK", "ZT"],
+        &[">UPDATE kv SET v = 'd' WHERE k = 4", "<UPDATE 1", "ZT"],
+        &[">COMMIT", "<COMMIT", "ZI"],
+    ]
+    .concat());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["status"], "committed");
+    assert_eq!(keys_written(&lines[0]), ["kv/1/v", "kv/4/v"]);
+    assert!(notes.is_empty(), "{notes}");
+}
+
+/// The get-or-create pattern (an INSERT in a savepoint, its error rolled back to it, then
+/// on): the transaction commits, and is recorded so, without the INSERT.
+#[test]
+fn an_error_rolled_back_to_a_savepoint_does_not_abort_the_transaction() {
+    let (lines, notes) = run(&[
+        &BEGIN[..],
+        &[">SAVEPOINT s", "<SAVEPOINT", "ZT"],
+        &[">INSERT INTO kv (k, v) VALUES (1, 'dup')", "!", "ZE"],
+        &[">ROLLBACK TO SAVEPOINT s", "<ROLLBACK", "ZT"],
+        &[">UPDATE kv SET v = 'e' WHERE k = 1", "<UPDATE 1", "ZT"],
+        &[">COMMIT", "<COMMIT", "ZI"],
+    ]
+    .concat());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["status"], "committed");
+    assert_eq!(keys_written(&lines[0]), ["kv/1/v"]);
+    assert_eq!(lines[0]["ops"][0][0], "w", "{lines:?}");
+    assert!(notes.is_empty(), "{notes}");
+    // Without the rollback to the savepoint, COMMIT of a failed transaction rolls back.
+    let (lines, _) = run(&[
+        &BEGIN[..],
+        &[">INSERT INTO kv (k, v) VALUES (1, 'dup')", "!", "ZE"],
+        &[">COMMIT", "<ROLLBACK", "ZI"],
+    ]
+    .concat());
+    assert_eq!(lines[0]["status"], "aborted");
 }
