@@ -5,7 +5,7 @@
 //! transactions are all followed the same way.
 
 use super::notes::Notes;
-use super::sql::{classify, Operand, Stmt, TableSpec};
+use super::sql::{classify, classify_all, Operand, Stmt, TableSpec};
 pub(crate) use super::values::{app_of, key_of, value_id};
 use super::values::{fmt_of, normalize};
 
@@ -342,19 +342,33 @@ impl Conn {
         match m.tag {
             b'Q' => {
                 let sql = f.cstr().unwrap_or_default();
-                let stmt = classify(&sql, &self.tables);
-                if let Stmt::Increment { col, .. } = &stmt {
+                let mut stmts = classify_all(&sql, &self.tables);
+                if let [Stmt::Increment { col, .. }] = &stmts[..] {
                     let base = sql.trim_end().trim_end_matches(';');
                     let mut body = format!("{base} RETURNING {col}").into_bytes();
                     body.push(0);
                     m.body = body;
                 }
-                let what = self.execute(stmt, &[])?;
-                self.queue.push_back(Reply::Exec {
-                    what,
-                    parse: None,
-                    formats: Vec::new(),
-                });
+                // An increment among several statements cannot be sent with RETURNING.
+                if stmts.len() > 1 {
+                    for s in &mut stmts {
+                        if matches!(s, Stmt::Increment { .. }) {
+                            *s = Stmt::Unrecorded(format!(
+                                "an increment among several statements of one query: {}",
+                                sql.trim()
+                            ));
+                        }
+                    }
+                }
+                // The server answers each statement in order, then once ReadyForQuery.
+                for stmt in stmts {
+                    let what = self.execute(stmt, &[])?;
+                    self.queue.push_back(Reply::Exec {
+                        what,
+                        parse: None,
+                        formats: Vec::new(),
+                    });
+                }
                 self.queue.push_back(Reply::Sync);
                 self.syncs_sent += 1;
             }

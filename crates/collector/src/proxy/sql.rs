@@ -2,8 +2,9 @@
 //! the declared tables single-row statements by primary key — `SELECT cols|* FROM t WHERE pk =
 //! v`, `UPDATE t SET c = v, … WHERE pk = v`, `INSERT INTO t (cols) VALUES (vs)` (with `ON
 //! CONFLICT (…) DO UPDATE SET c = EXCLUDED.c`) — where each v is a constant or a parameter
-//! (`$n`). Any other statement that names a declared table is reported as not recorded: the
-//! history would miss what it did.
+//! (`$n`) — and savepoints. A simple query of several statements is taken statement by
+//! statement. Any other statement that names a declared table is reported as not recorded:
+//! the history would miss what it did.
 
 /// A value in a statement: a constant (its text; None for NULL) or the n-th parameter.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +83,11 @@ enum Tok {
 }
 
 fn tokens(sql: &str) -> Option<Vec<Tok>> {
+    tokens_at(sql, &mut Vec::new())
+}
+
+/// The tokens of `sql`, and in `semis` where each `;` outside strings, quotes and comments is.
+fn tokens_at(sql: &str, semis: &mut Vec<usize>) -> Option<Vec<Tok>> {
     let b = sql.as_bytes();
     let mut i = 0;
     let mut out = Vec::new();
@@ -141,6 +147,9 @@ fn tokens(sql: &str) -> Option<Vec<Tok>> {
             let n: usize = sql[s..i].parse().ok()?;
             out.push(Tok::Param(n.checked_sub(1)?));
         } else {
+            if c == ';' {
+                semis.push(i);
+            }
             out.push(Tok::Punct(c));
             i += c.len_utf8();
         }
@@ -223,6 +232,28 @@ fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
         }
     }
     p.done().then_some(key)
+}
+
+/// What each statement of `sql` is (a simple query may hold several, separated by `;`, which
+/// the server runs in order as one implicit transaction unless they say otherwise).
+pub(crate) fn classify_all(sql: &str, tables: &[TableSpec]) -> Vec<Stmt> {
+    let mut semis = Vec::new();
+    if tokens_at(sql, &mut semis).is_none() {
+        return vec![classify(sql, tables)];
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    for end in semis.into_iter().chain(std::iter::once(sql.len())) {
+        let piece = &sql[from..end];
+        from = (end + 1).min(sql.len());
+        if !piece.trim().is_empty() {
+            out.push(classify(piece, tables));
+        }
+    }
+    if out.is_empty() {
+        out.push(Stmt::Ignored);
+    }
+    out
 }
 
 /// What statement `sql` is, given the declared tables.
@@ -435,130 +466,5 @@ fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t() -> Vec<TableSpec> {
-        vec![TableSpec {
-            name: "accounts".into(),
-            pk: "id".into(),
-            cols: vec!["id".into(), "balance".into(), "owner".into()],
-        }]
-    }
-    fn c(v: &str) -> Operand {
-        Operand::Const(Some(v.as_bytes().to_vec()))
-    }
-
-    #[test]
-    fn statements_by_primary_key_are_recognized() {
-        let tb = t();
-        assert_eq!(classify("BEGIN", &tb), Stmt::Begin);
-        assert_eq!(
-            classify("start transaction isolation level serializable", &tb),
-            Stmt::Begin
-        );
-        assert_eq!(classify("COMMIT;", &tb), Stmt::Commit);
-        assert_eq!(classify("ROLLBACK", &tb), Stmt::Rollback);
-        assert_eq!(
-            classify(
-                "SELECT balance FROM public.accounts WHERE id = $1 FOR UPDATE",
-                &tb
-            ),
-            Stmt::Select {
-                table: 0,
-                key: Operand::Param(0)
-            }
-        );
-        assert_eq!(
-            classify(
-                "update accounts set balance = '90', owner = $2 where id = 7",
-                &tb
-            ),
-            Stmt::Write {
-                table: 0,
-                key: c("7"),
-                cols: vec![
-                    ("balance".into(), c("90")),
-                    ("owner".into(), Operand::Param(1))
-                ],
-                update: true
-            }
-        );
-        assert_eq!(
-            classify(
-                "INSERT INTO accounts (id, balance) VALUES ($1, 'it''s') ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance",
-                &tb
-            ),
-            Stmt::Write { table: 0, key: Operand::Param(0), cols: vec![("balance".into(), c("it's"))], update: false }
-        );
-        assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
-        assert_eq!(classify("SAVEPOINT s1", &tb), Stmt::Savepoint("s1".into()));
-        assert_eq!(
-            classify("ROLLBACK TO SAVEPOINT \"S2\";", &tb),
-            Stmt::RollbackTo("S2".into())
-        );
-        assert_eq!(
-            classify("rollback work to s1", &tb),
-            Stmt::RollbackTo("s1".into())
-        );
-        assert_eq!(
-            classify("RELEASE SAVEPOINT s1", &tb),
-            Stmt::Release("s1".into())
-        );
-        assert_eq!(classify("release s1", &tb), Stmt::Release("s1".into()));
-        assert_eq!(classify("vacuum accounts", &tb), Stmt::Ignored);
-        assert!(matches!(
-            classify("select count(*) from accounts", &tb),
-            Stmt::UnrecordedRead(_)
-        ));
-        assert_eq!(
-            classify("DELETE FROM accounts WHERE id = 2", &tb),
-            Stmt::Delete {
-                table: 0,
-                key: c("2")
-            }
-        );
-        assert_eq!(
-            classify("delete from accounts where id = $1;", &tb),
-            Stmt::Delete {
-                table: 0,
-                key: Operand::Param(0)
-            }
-        );
-        assert!(matches!(
-            classify("DELETE FROM accounts WHERE balance = 2", &tb),
-            Stmt::Unrecorded(_)
-        ));
-        assert_eq!(classify("SELECT 1", &tb), Stmt::Ignored);
-        assert_eq!(
-            classify(
-                "UPDATE accounts SET balance = balance + -3412 WHERE id = 17;",
-                &tb
-            ),
-            Stmt::Increment {
-                table: 0,
-                key: c("17"),
-                col: "balance".into(),
-                delta: c("-3412"),
-                minus: false
-            }
-        );
-        for unrecorded in [
-            "UPDATE accounts SET balance = balance * 2 WHERE id = 1",
-            "UPDATE accounts SET balance = balance + 1, owner = 'x' WHERE id = 1",
-            "DELETE FROM accounts WHERE id > 1",
-            "SELECT * FROM accounts WHERE balance > 3",
-            "SELECT sum(balance) FROM accounts WHERE id = 1",
-            "DELETE FROM accounts WHERE id = 2 RETURNING balance",
-            "INSERT INTO accounts (id, balance) VALUES (1, '2') ON CONFLICT DO NOTHING",
-        ] {
-            assert!(
-                matches!(
-                    classify(unrecorded, &tb),
-                    Stmt::Unrecorded(_) | Stmt::UnrecordedRead(_)
-                ),
-                "{unrecorded}"
-            );
-        }
-    }
-}
+#[path = "sql_tests.rs"]
+mod tests;
