@@ -204,6 +204,27 @@ impl Conn {
                             let (from, to) = (*from, *to);
                             self.did_not_happen(from, to);
                         }
+                        // A declared key that is not unique: rows were written that the
+                        // history does not hold.
+                        Some(Reply::Exec {
+                            what: Pending::Write { .. },
+                            ..
+                        }) => {
+                            let n = self.last_tag.rsplit(' ').next().unwrap_or("");
+                            if n.parse::<u64>().is_ok_and(|n| n > 1) {
+                                let why = format!(
+                                    "{} by a declared key matched {n} rows: the declared key is not unique, and the history holds one row's writes",
+                                    self.last_tag
+                                );
+                                self.unrecorded += 1;
+                                self.notes.add(
+                                    self.session.name(),
+                                    self.session.txn_id(),
+                                    true,
+                                    &why,
+                                )?;
+                            }
+                        }
                         Some(Reply::Exec {
                             what: Pending::RollbackTo { name, to },
                             ..

@@ -200,3 +200,11 @@ fn an_error_rolled_back_to_a_savepoint_does_not_abort_the_transaction() {
     .concat());
     assert_eq!(lines[0]["status"], "aborted");
 }
+
+/// A declared key that is not unique: an UPDATE by it that matched several rows is named.
+#[test]
+fn an_update_by_a_declared_key_that_matched_several_rows_is_named() {
+    let (lines, notes) = run(&[">UPDATE kv SET v = 'x' WHERE k = 1", "<UPDATE 3", "ZI"]);
+    assert_eq!(lines[0]["status"], "committed");
+    assert!(notes.contains("matched 3 rows"), "{notes}");
+}
