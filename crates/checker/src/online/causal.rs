@@ -12,14 +12,25 @@
 use super::{Online, OnlineError, NONE};
 use crate::graph::EdgeKind;
 use crate::pipeline::{Carried, Final};
+use crate::weak::online::Unconfirmed;
 use crate::{Report, Verdict};
 use krait_history::{FxHashMap, History, OpKind, TxnStatus};
+
+/// An edge the reads of a live transaction of unknown outcome, unread so far, would force
+/// ([`crate::weak::online::Unconfirmed`]), in slab slots (`t1` NONE: the initial version).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct Pending {
+    pub reader: u32,
+    pub t3: u32,
+    pub t1: u32,
+    pub key: u32,
+}
 
 impl Online {
     /// Checks the round's history `h` under causal consistency; `new_ids` are the slab slots
     /// admitted this round, `txn_slab`/`slab_txn` map between `h`'s transactions and slots.
     pub(super) fn causal_check(
-        &self,
+        &mut self,
         h: &History,
         new_ids: &[Vec<u32>],
         txn_slab: &[u32],
@@ -50,8 +61,58 @@ impl Online {
                     && l.epoch <= agree - 2
             })
             .collect();
-        crate::weak::online::causal_round(h, &self.opts.check, carried, &fresh, &old)
-            .map_err(OnlineError::Check)
+        // Edges of unknown outcomes computed when they were new: their ends are kept.
+        let confirmed: Vec<Unconfirmed> = self
+            .unconfirmed
+            .iter()
+            .filter_map(|u| {
+                let t = |slab: u32| Some(slab_txn[slab as usize]).filter(|&t| t != NONE);
+                Some(Unconfirmed {
+                    reader: t(u.reader)?,
+                    t3: t(u.t3)?,
+                    t1: match u.t1 {
+                        NONE => None,
+                        s => Some(t(s)?),
+                    },
+                    key: u.key,
+                })
+            })
+            .collect();
+        let round = crate::weak::online::causal_round(
+            h,
+            &self.opts.check,
+            carried,
+            &fresh,
+            &old,
+            &confirmed,
+        )
+        .map_err(OnlineError::Check)?;
+        let slab = |t: u32| txn_slab[t as usize];
+        self.unconfirmed
+            .extend(round.unconfirmed.iter().map(|u| Pending {
+                reader: slab(u.reader),
+                t3: slab(u.t3),
+                t1: u.t1.map_or(NONE, slab),
+                key: u.key,
+            }));
+        // Readers found read this round took part: their edges are in the graph now.
+        if let Some(fin) = &round.fin {
+            self.unconfirmed.retain(|u| {
+                slab_txn[u.reader as usize] == NONE
+                    || fin.b.txn_node[slab_txn[u.reader as usize] as usize] == NONE
+            });
+        }
+        Ok((round.report, round.fin))
+    }
+
+    /// Transactions the edges of unknown outcomes still unread end at: kept until their
+    /// reader is found read (or forever, like the reader itself).
+    pub(super) fn causal_pins(&self) -> krait_history::FxHashSet<u32> {
+        self.unconfirmed
+            .iter()
+            .flat_map(|u| [u.t3, u.t1])
+            .filter(|&s| s != NONE)
+            .collect()
     }
 
     /// Keeps the edges this round's reads forced (and those carried before) for later rounds
@@ -60,7 +121,8 @@ impl Online {
     pub(super) fn keep_forced(&mut self, fin: &Final, txn_slab: &[u32]) {
         let b = &fin.b;
         for (&(u, v), l) in b.edges.iter().zip(&b.labels) {
-            if l.kind != EdgeKind::Ww {
+            // Forced this round, or by unknown outcomes found read (labelled carried).
+            if !matches!(l.kind, EdgeKind::Ww | EdgeKind::Carried) {
                 continue;
             }
             if let (Some(u), Some(v)) = (b.txn_of(u), b.txn_of(v)) {

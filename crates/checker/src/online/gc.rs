@@ -83,6 +83,17 @@ impl Online {
             })
             .collect();
         let b = &fin.b;
+        // Causal consistency: the ends of edges unknown outcomes would force stay.
+        let pins = self.causal_pins();
+        let pinned = |x: Node| {
+            b.txn_of(x)
+                .is_some_and(|t| pins.contains(&txn_slab[t as usize]))
+        };
+        if !pins.is_empty() {
+            for (x, d) in deleted.iter_mut().enumerate() {
+                *d &= !pinned(x as Node);
+            }
+        }
         // A transaction goes whole: under snapshot isolation, snapshot and commit both.
         if b.split {
             for x in 1..b.first_start {
@@ -109,7 +120,15 @@ impl Online {
         };
         // A folded initial version would stand for a value a later write may repeat.
         let folds = match rep {
-            None => self.folds(&s, &frontier_keys, &mut deleted, alone),
+            None if pins.is_empty() => self.folds(&s, &frontier_keys, &mut deleted, alone),
+            None => {
+                let unpinned: Vec<_> = frontier_keys
+                    .iter()
+                    .filter(|(x, _)| !pinned(*x))
+                    .cloned()
+                    .collect();
+                self.folds(&s, &unpinned, &mut deleted, alone)
+            }
             Some(_) => Vec::new(),
         };
         self.carry(fin, txn_slab, &deleted, &s.csr, &s.order);

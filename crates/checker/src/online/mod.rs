@@ -169,6 +169,9 @@ pub struct Online {
     /// The last round's `agree`: under causal consistency every transaction admitted since
     /// has each one old by it (epoch ≤ it − 2) in its causal past (`causal`).
     last_agree: u32,
+    /// Causal consistency: edges the reads of live transactions of unknown outcome, unread so
+    /// far, would force (computed when they were new, their causal past complete).
+    unconfirmed: Vec<causal::Pending>,
     /// The level the rounds so far checked (its name without real time): a restore at
     /// another is refused.
     level: String,
@@ -212,6 +215,7 @@ impl Online {
             initial: None,
             withheld: false,
             last_agree: 0,
+            unconfirmed: Vec::new(),
             level: String::new(),
         }
     }

@@ -23,7 +23,7 @@ use super::{Forced, Rule};
 use crate::graph::{EdgeKind, Label, Node, INIT, NO_KEY};
 use crate::pipeline::{Carried, Final, HUB, START};
 use crate::{cert, CheckError, CheckStats, Options, Report, Timings, Verdict};
-use krait_history::History;
+use krait_history::{History, TxnId};
 use std::time::Instant;
 
 /// An online round's new transactions, and what every one of them has in its causal past.
@@ -35,17 +35,42 @@ pub(crate) struct Fresh {
     pub floor: Vec<u32>,
 }
 
+/// An edge a read of a transaction of unknown outcome forces, should the transaction turn out
+/// to have committed (a read of one of its writes shows it): `t3` → `t1` (None: the initial
+/// version) on `key`, forced by a read of `reader`. Transaction ids of the round's history.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unconfirmed {
+    pub reader: TxnId,
+    pub t3: TxnId,
+    pub t1: Option<TxnId>,
+    pub key: u32,
+}
+
+/// What a round of causal consistency decided: its report, the graph an ACCEPT leaves for
+/// garbage collection, and the edges the new transactions of unknown outcome would force.
+pub(crate) struct CausalRound {
+    pub report: Report,
+    pub fin: Option<Final>,
+    pub unconfirmed: Vec<Unconfirmed>,
+}
+
 /// Checks an online round's history `h` under causal consistency: session order, write→read,
-/// the edges `carried` from earlier rounds (forced edges among them) and the edges the reads
-/// of the transactions `fresh[t]` force, whose causal past includes every transaction with
-/// `old[t]`. An ACCEPT returns the graph for garbage collection.
+/// the edges `carried` from earlier rounds (forced edges among them), the edges `confirmed`
+/// (computed when their reader, of unknown outcome, was new, for when a read shows it
+/// committed: only those of readers that take part count) and the edges the reads of the
+/// transactions `fresh[t]` force, whose causal past includes every transaction with `old[t]`.
+///
+/// A new transaction of unknown outcome nobody read yet takes no part, but its causal past is
+/// complete only now: the edges its reads would force are returned, to be added in the round
+/// that finds it read (their ends kept until then).
 pub(crate) fn causal_round(
     h: &History,
     opts: &Options,
     carried: &Carried,
     fresh: &[bool],
     old: &[bool],
-) -> Result<(Report, Option<Final>), CheckError> {
+    confirmed: &[Unconfirmed],
+) -> Result<CausalRound, CheckError> {
     let t0 = Instant::now();
     let name = opts.level.name(false);
     if opts.strict.is_some() {
@@ -71,36 +96,55 @@ pub(crate) fn causal_round(
             timings.graph = t1.elapsed();
             let cert = cert::certify(h, &r, &finding);
             let v = Verdict::Reject(Box::new(cert));
-            return Ok((Report::plain(name, v, stats, timings, None), None));
+            return Ok(CausalRound {
+                report: Report::plain(name, v, stats, timings, None),
+                fin: None,
+                unconfirmed: Vec::new(),
+            });
         }
     };
     let n = f.num_nodes();
-    let mut txn_node = vec![u32::MAX; h.num_txns()];
-    for (i, &t) in f.node_txn.iter().enumerate() {
-        txn_node[t as usize] = i as Node + 1;
-    }
-    let mut floor = vec![0u32; f.num_chains as usize];
-    let mut node_fresh = vec![false; n];
-    for (i, &t) in f.node_txn.iter().enumerate() {
-        let x = i + 1;
-        node_fresh[x] = fresh[t as usize];
-        let (ch, pos) = f.chain_of[x];
-        if old[t as usize] && ch != u32::MAX {
-            floor[ch as usize] = floor[ch as usize].max(pos + 1);
-        }
-    }
-    let fr = Fresh {
-        node: node_fresh,
-        floor,
-    };
+    let txn_node = txn_nodes(h, &f);
     // None: session order and write→read close a cycle, which the search below finds.
-    let forced = super::axioms::causal(&f, Some(&fr)).unwrap_or_default();
-    drop(fr);
+    let forced = super::axioms::causal(&f, Some(&fresh_of(&f, fresh, old))).unwrap_or_default();
+    // New transactions of unknown outcome that take no part: what they would force.
+    let unknown: Vec<TxnId> = (0..h.num_txns() as TxnId)
+        .filter(|&t| {
+            fresh[t as usize]
+                && txn_node[t as usize] == u32::MAX
+                && h.txn_status[t as usize] == krait_history::TxnStatus::Unknown
+        })
+        .collect();
+    let unconfirmed = if unknown.is_empty() {
+        Vec::new()
+    } else {
+        would_force(h, &r, carried, &unknown, old)
+    };
     stats.txns_checked = f.node_txn.len();
     stats.unknown_outcome_excluded = f.excluded_unknown;
     stats.constraints = forced.len();
     let num_nodes = n + carried.hubs as usize;
-    let (edges, labels, why) = round_graph(&f, &forced, carried, &txn_node, n);
+    let (mut edges, mut labels, mut why) = round_graph(&f, &forced, carried, &txn_node, n);
+    for u in confirmed {
+        let node = |t: TxnId| txn_node[t as usize];
+        if node(u.reader) == u32::MAX || node(u.t3) == u32::MAX {
+            continue;
+        }
+        let t1 = u.t1.map_or(INIT, node);
+        if t1 == u32::MAX {
+            continue;
+        }
+        // Labelled as carried: computed in an earlier round.
+        let label = Label::fact(EdgeKind::Carried, NO_KEY);
+        edges.push((node(u.t3), t1));
+        labels.push(label);
+        why.push(u32::MAX);
+        if t1 == INIT {
+            edges.push((INIT, node(u.t3)));
+            labels.push(Label::fact(EdgeKind::Ww, u.key));
+            why.push(u32::MAX);
+        }
+    }
     stats.nodes = num_nodes;
     stats.known_edges = edges.len();
     timings.graph = t1.elapsed();
@@ -114,7 +158,11 @@ pub(crate) fn causal_round(
         let c = cert::weak_certificate(h, &r, &f.node_txn, &edges, &labels, &why, &forced);
         timings.certificate = t.elapsed();
         let v = Verdict::Reject(Box::new(c));
-        return Ok((Report::plain(name, v, stats, timings, None), None));
+        return Ok(CausalRound {
+            report: Report::plain(name, v, stats, timings, None),
+            fin: None,
+            unconfirmed,
+        });
     }
     let mut chain_of = f.chain_of.clone();
     chain_of.resize(num_nodes, (u32::MAX, 0));
@@ -134,7 +182,76 @@ pub(crate) fn causal_round(
         op_txn: r.op_txn,
     };
     let report = Report::plain(name, Verdict::Accept, stats, timings, None);
-    Ok((report, Some(fin)))
+    Ok(CausalRound {
+        report,
+        fin: Some(fin),
+        unconfirmed,
+    })
+}
+
+/// Node per transaction of `h` (`u32::MAX`: takes no part).
+fn txn_nodes(h: &History, f: &Facts) -> Vec<Node> {
+    let mut txn_node = vec![u32::MAX; h.num_txns()];
+    for (i, &t) in f.node_txn.iter().enumerate() {
+        txn_node[t as usize] = i as Node + 1;
+    }
+    txn_node
+}
+
+/// The round's new transactions among `f`'s nodes, and the floor of their causal past: on
+/// every chain, up to its last transaction old when the round began.
+fn fresh_of(f: &Facts, fresh: &[bool], old: &[bool]) -> Fresh {
+    let mut floor = vec![0u32; f.num_chains as usize];
+    let mut node = vec![false; f.num_nodes()];
+    for (i, &t) in f.node_txn.iter().enumerate() {
+        let x = i + 1;
+        node[x] = fresh[t as usize];
+        let (ch, pos) = f.chain_of[x];
+        if old[t as usize] && ch != u32::MAX {
+            floor[ch as usize] = floor[ch as usize].max(pos + 1);
+        }
+    }
+    Fresh { node, floor }
+}
+
+/// The edges the reads of the transactions `unknown` (new, of unknown outcome, read by nobody
+/// yet) would force if they committed: the round's facts again with them taken as committed,
+/// only their reads looked at.
+fn would_force(
+    h: &History,
+    r: &krait_history::Resolution,
+    carried: &Carried,
+    unknown: &[TxnId],
+    old: &[bool],
+) -> Vec<Unconfirmed> {
+    let mut committed = carried.committed_unknown.clone();
+    committed.extend_from_slice(unknown);
+    // A finding about one of them (an aborted read, say) counts only if it committed: the
+    // round that finds it read states it again. The others are then taken one by one.
+    let Ok(f) = Facts::build(h, r, &committed) else {
+        return match unknown {
+            [_] => Vec::new(),
+            _ => unknown
+                .iter()
+                .flat_map(|&t| would_force(h, r, carried, &[t], old))
+                .collect(),
+        };
+    };
+    let mut only = vec![false; h.num_txns()];
+    for &t in unknown {
+        only[t as usize] = true;
+    }
+    let forced = super::axioms::causal(&f, Some(&fresh_of(&f, &only, old))).unwrap_or_default();
+    let txn = |x: Node| f.node_txn[x as usize - 1];
+    forced
+        .iter()
+        .map(|e| Unconfirmed {
+            reader: r.op_txn[e.op as usize],
+            t3: txn(e.t3),
+            t1: (e.t1 != INIT).then(|| txn(e.t1)),
+            key: e.key,
+        })
+        .collect()
 }
 
 /// The round's edges, labelled, with `why[i]` the forced edge behind edge i (`u32::MAX`: none):

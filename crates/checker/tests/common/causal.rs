@@ -4,7 +4,8 @@
 //! consistency holds while serializability and snapshot isolation often do not. Fences are
 //! atomic read-modify-writes of the fence key, as the collector issues them, and bring the
 //! causal past of the fence they read. With `bad`, some reads return an older version the
-//! session sees: causality violations.
+//! session sees: causality violations. Some transactions end with an unknown outcome, half of
+//! which took effect.
 
 use super::fenced::fence;
 use super::Rng;
@@ -96,12 +97,13 @@ pub fn random_causal_fenced(r: &mut Rng, bad: bool) -> History {
                 next += 1;
             }
         }
-        let status = if r.chance(4) {
-            TxnStatus::Aborted
-        } else {
-            TxnStatus::Committed
+        // Unknown outcomes: the client lost the connection; the store committed some of them.
+        let (status, took_effect) = match r.below(100) {
+            0..=3 => (TxnStatus::Aborted, false),
+            4..=6 => (TxnStatus::Unknown, r.chance(50)),
+            _ => (TxnStatus::Committed, true),
         };
-        if status == TxnStatus::Committed {
+        if took_effect {
             for j in read_from {
                 let from = past[j].clone();
                 merge(&mut seen[s], &from);
