@@ -17,6 +17,10 @@
 //! its last old transaction ([`Fresh`]). A write deleted for good is one an old writer of the
 //! same key follows, so a new read of it is a violation (the online stale read) and a new read
 //! of another write of the key needs the forced edge from that follower alone.
+//!
+//! A transaction of unknown outcome takes part only once a read shows it committed, perhaps
+//! rounds later: the edges its reads would force are computed while it is new
+//! ([`Unconfirmed`]) and added in the round that finds it read.
 
 use super::facts::Facts;
 use super::{Forced, Rule};
@@ -124,27 +128,7 @@ pub(crate) fn causal_round(
     stats.unknown_outcome_excluded = f.excluded_unknown;
     stats.constraints = forced.len();
     let num_nodes = n + carried.hubs as usize;
-    let (mut edges, mut labels, mut why) = round_graph(&f, &forced, carried, &txn_node, n);
-    for u in confirmed {
-        let node = |t: TxnId| txn_node[t as usize];
-        if node(u.reader) == u32::MAX || node(u.t3) == u32::MAX {
-            continue;
-        }
-        let t1 = u.t1.map_or(INIT, node);
-        if t1 == u32::MAX {
-            continue;
-        }
-        // Labelled as carried: computed in an earlier round.
-        let label = Label::fact(EdgeKind::Carried, NO_KEY);
-        edges.push((node(u.t3), t1));
-        labels.push(label);
-        why.push(u32::MAX);
-        if t1 == INIT {
-            edges.push((INIT, node(u.t3)));
-            labels.push(Label::fact(EdgeKind::Ww, u.key));
-            why.push(u32::MAX);
-        }
-    }
+    let (edges, labels, why) = round_graph(&f, &forced, carried, confirmed, &txn_node);
     stats.nodes = num_nodes;
     stats.known_edges = edges.len();
     timings.graph = t1.elapsed();
@@ -255,14 +239,17 @@ fn would_force(
 }
 
 /// The round's edges, labelled, with `why[i]` the forced edge behind edge i (`u32::MAX`: none):
-/// session order and write→read, the carried edges (hubs numbered from `n`), the forced ones.
+/// session order and write→read, the forced ones, the carried edges (hubs numbered after the
+/// transactions), and the `confirmed` edges of readers that take part (labelled carried too:
+/// computed in an earlier round).
 fn round_graph(
     f: &Facts,
     forced: &[Forced],
     carried: &Carried,
+    confirmed: &[Unconfirmed],
     txn_node: &[Node],
-    n: usize,
 ) -> (Vec<(Node, Node)>, Vec<Label>, Vec<u32>) {
+    let n = f.num_nodes();
     let (mut edges, mut labels, mut why) = super::graph_of(f, forced);
     let map = |x: u32| -> Option<Node> {
         if x & HUB != 0 {
@@ -278,6 +265,24 @@ fn round_graph(
         if let (Some(u), Some(v)) = (map(u), map(v)) {
             edges.push((u, v));
             labels.push(label);
+            why.push(u32::MAX);
+        }
+    }
+    let node = |t: TxnId| Some(txn_node[t as usize]).filter(|&x| x != u32::MAX);
+    for u in confirmed {
+        let (Some(_), Some(t3)) = (node(u.reader), node(u.t3)) else {
+            continue;
+        };
+        let Some(t1) = u.t1.map_or(Some(INIT), node) else {
+            continue;
+        };
+        edges.push((t3, t1));
+        labels.push(label);
+        why.push(u32::MAX);
+        if t1 == INIT {
+            // The initial version precedes t3's: a cycle, stated as the edge it is.
+            edges.push((INIT, t3));
+            labels.push(Label::fact(EdgeKind::Ww, u.key));
             why.push(u32::MAX);
         }
     }
