@@ -6,20 +6,8 @@
 
 mod common;
 
-use common::proxy::{unix_url, with_proxy, with_proxy_to};
-use krait_checker::{check, Level, Options, Verdict};
-
-fn verdict(h: &krait_history::History, level: Level) -> Verdict {
-    let rep = check(
-        h,
-        &Options {
-            level,
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    rep.verdict
-}
+use common::proxy::{unix_url, verdict, with_proxy, with_proxy_to};
+use krait_checker::{Level, Verdict};
 
 /// Runs the bank through a proxy at `iso`; returns the history and the proxy's report.
 fn bank(

@@ -6,20 +6,8 @@
 
 mod common;
 
-use common::proxy::with_proxy;
-use krait_checker::{check, Level, Options, Verdict};
-
-fn verdict(h: &krait_history::History, level: Level) -> Verdict {
-    let rep = check(
-        h,
-        &Options {
-            level,
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    rep.verdict
-}
+use common::proxy::{committed_writes, verdict, with_proxy};
+use krait_checker::Level;
 
 /// An UPDATE or DELETE by key that matches no row writes nothing: the proxy logs its writes
 /// before the statement goes out, so it takes them back when the reply says 0 rows (or, in an
@@ -87,22 +75,13 @@ fn updates_and_deletes_that_match_no_row_record_no_write() {
     });
     assert_eq!(report.unrecorded, 0);
     let h = l.history;
-    // Writes of committed transactions (an autocommit statement that matched no row is
-    // recorded as a transaction that did nothing: aborted).
-    let writes_of = |key: &str| {
-        (0..h.num_txns() as u32)
-            .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Committed)
-            .flat_map(|t| h.ops(t))
-            .filter(|&o| {
-                h.keys[h.op_key[o] as usize] == key && h.op_kind[o] == krait_history::OpKind::Write
-            })
-            .count()
-    };
-    assert_eq!(writes_of("kv/9/v"), 0);
-    assert_eq!(writes_of("kv/8/v"), 0);
-    assert_eq!(writes_of("kv/7/v"), 1, "the INSERT only");
+    // An autocommit statement that matched no row is recorded as a transaction that did
+    // nothing: aborted.
+    assert_eq!(committed_writes(&h, "kv/9/v"), 0);
+    assert_eq!(committed_writes(&h, "kv/8/v"), 0);
+    assert_eq!(committed_writes(&h, "kv/7/v"), 1, "the INSERT only");
     assert_eq!(
-        writes_of("kv/1/v"),
+        committed_writes(&h, "kv/1/v"),
         2,
         "the proxy's load of the table, and the UPDATE"
     );
@@ -155,18 +134,13 @@ fn a_pipelined_update_that_matches_no_row_is_taken_back_or_named() {
         });
     });
     let h = &l.history;
-    let committed_writes = |key: &str| {
-        (0..h.num_txns() as u32)
-            .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Committed)
-            .flat_map(|t| h.ops(t))
-            .filter(|&o| {
-                h.keys[h.op_key[o] as usize] == key && h.op_kind[o] == krait_history::OpKind::Write
-            })
-            .count()
-    };
-    assert_eq!(committed_writes("kv/9/v"), 0, "taken back");
-    assert_eq!(committed_writes("kv/1/v"), 3, "the load and both UPDATEs");
-    let phantom = committed_writes("kv/8/v");
+    assert_eq!(committed_writes(h, "kv/9/v"), 0, "taken back");
+    assert_eq!(
+        committed_writes(h, "kv/1/v"),
+        3,
+        "the load and both UPDATEs"
+    );
+    let phantom = committed_writes(h, "kv/8/v");
     // COMMIT, pipelined behind it, may or may not have gone out before its reply came (both
     // ways are tested message by message in the proxy's unit tests).
     if phantom == 1 {
@@ -286,16 +260,11 @@ fn a_simple_query_of_several_statements_is_recorded_statement_by_statement() {
     });
     assert_eq!(report.unrecorded, 0);
     let h = &l.history;
-    let committed_writes = |key: &str| {
-        (0..h.num_txns() as u32)
-            .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Committed)
-            .flat_map(|t| h.ops(t))
-            .filter(|&o| {
-                h.keys[h.op_key[o] as usize] == key && h.op_kind[o] == krait_history::OpKind::Write
-            })
-            .count()
-    };
-    assert_eq!(committed_writes("kv/1/v"), 2, "the load and the UPDATE");
-    assert_eq!(committed_writes("kv/2/v"), 2, "the INSERT and the UPDATE");
+    assert_eq!(committed_writes(h, "kv/1/v"), 2, "the load and the UPDATE");
+    assert_eq!(
+        committed_writes(h, "kv/2/v"),
+        2,
+        "the INSERT and the UPDATE"
+    );
     assert!(verdict(h, Level::Serializable).is_accept());
 }

@@ -96,3 +96,23 @@ pub fn with_proxy_to<T>(
     let _ = std::fs::remove_dir_all(&out);
     (t, l, report)
 }
+
+/// The one-shot verdict on a recorded history at `level`.
+pub fn verdict(h: &krait_history::History, level: krait_checker::Level) -> krait_checker::Verdict {
+    let o = krait_checker::Options {
+        level,
+        ..krait_checker::Options::default()
+    };
+    krait_checker::check(h, &o).unwrap().verdict
+}
+
+/// Writes of `key` by committed transactions (a transaction recorded as aborted wrote nothing).
+pub fn committed_writes(h: &krait_history::History, key: &str) -> usize {
+    (0..h.num_txns() as u32)
+        .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Committed)
+        .flat_map(|t| h.ops(t))
+        .filter(|&o| {
+            h.keys[h.op_key[o] as usize] == key && h.op_kind[o] == krait_history::OpKind::Write
+        })
+        .count()
+}
