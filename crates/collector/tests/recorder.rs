@@ -405,7 +405,19 @@ fn a_recording_killed_mid_run_loses_no_committed_transaction() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Long enough for transfers to commit, short of the run's end.
+    // Once a transaction is in the log (a loaded machine may take long to start the run),
+    // long enough for more transfers to commit, short of the run's end.
+    let started = std::time::Instant::now();
+    let logged = || {
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"committed\"")))
+    };
+    while !logged() && started.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     std::thread::sleep(std::time::Duration::from_millis(150));
     child.kill().unwrap();
     let _ = child.wait();
