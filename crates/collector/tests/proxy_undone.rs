@@ -9,24 +9,31 @@ mod common;
 use common::proxy::{committed_writes, verdict, with_proxy};
 use krait_checker::Level;
 
+/// A database of its own (None: no KRAIT_PG_URL, said skipped) with table `kv (k INT PRIMARY
+/// KEY, v TEXT)` holding row (1, 'a').
+fn kv_db(name: &str) -> Option<common::TempDb> {
+    let db = common::TempDb::new("KRAIT_PG_URL", name)?;
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
+        )
+        .unwrap();
+    Some(db)
+}
+
 /// An UPDATE or DELETE by key that matches no row writes nothing: the proxy logs its writes
 /// before the statement goes out, so it takes them back when the reply says 0 rows (or, in an
 /// autocommit statement, records that transaction as having done nothing). Without that, a
 /// later read of no row contradicts a write that never happened (a false REJECT), and a
 /// DELETE of a row a concurrent transaction inserts, not yet visible to its snapshot, looks
 /// like two concurrent writers under snapshot isolation.
+
 #[test]
 fn updates_and_deletes_that_match_no_row_record_no_write() {
-    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_no_row") else {
+    let Some(db) = kv_db("proxy_no_row") else {
         return;
     };
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT);
-             INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
     let ((), l, report) = with_proxy(&db, &[("kv", "k")], "no_row", |_, via| {
         let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
         let mut d = postgres::Client::connect(via, postgres::NoTls).unwrap();
@@ -95,15 +102,9 @@ fn updates_and_deletes_that_match_no_row_record_no_write() {
 /// carries a note that the history holds writes that did not happen.
 #[test]
 fn a_pipelined_update_that_matches_no_row_is_taken_back_or_named() {
-    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_no_row_pipelined") else {
+    let Some(db) = kv_db("proxy_no_row_pipelined") else {
         return;
     };
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
     let ((), l, report) = with_proxy(&db, &[("kv", "k")], "no_row_pipe", |_, via| {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -164,15 +165,9 @@ fn a_pipelined_update_that_matches_no_row_is_taken_back_or_named() {
 /// marked the whole transaction aborted, and a later read of its write was an aborted read.
 #[test]
 fn work_rolled_back_to_a_savepoint_is_left_out_and_the_transaction_commits() {
-    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_savepoint") else {
+    let Some(db) = kv_db("proxy_savepoint") else {
         return;
     };
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
     let ((), l, report) = with_proxy(&db, &[("kv", "k")], "savepoint", |_, via| {
         let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
         let mut tx = c.transaction().unwrap();
@@ -240,15 +235,9 @@ fn work_rolled_back_to_a_savepoint_is_left_out_and_the_transaction_commits() {
 /// wrote.
 #[test]
 fn a_simple_query_of_several_statements_is_recorded_statement_by_statement() {
-    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_multi_stmt") else {
+    let Some(db) = kv_db("proxy_multi_stmt") else {
         return;
     };
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
     let ((), l, report) = with_proxy(&db, &[("kv", "k")], "multi_stmt", |_, via| {
         let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
         c.batch_execute("BEGIN; UPDATE kv SET v = 'm;n' WHERE k = 1; INSERT INTO kv (k, v) VALUES (2, 'o'); COMMIT;")

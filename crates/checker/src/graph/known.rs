@@ -160,31 +160,10 @@ pub fn build(
         txn_node,
     } = participants(h, r, committed_unknown)?;
     let ntx = node_txn.len() + 1;
-    let mut b = Built {
-        num_nodes: ntx,
-        split: false,
-        first_start: ntx as Node,
-        node_txn,
-        txn_node,
-        first_gate: ntx as Node,
-        edges: Vec::new(),
-        labels: Vec::new(),
-        spare: Spare::new(keep_spare),
-        constraints: Vec::new(),
-        cedges: Vec::new(),
-        chain_of: vec![(u32::MAX, 0u32); ntx],
-        num_chains: 0,
-        excluded_unknown,
-        chain_recs: Vec::new(),
-        chain_keys: Vec::new(),
-        gate_of: Vec::new(),
-        deferred: None,
-        choices: Vec::new(),
-        commit_time: Vec::new(),
-        cond: Vec::new(),
-        dup_pending: Vec::new(),
-        decided: Vec::new(),
-    };
+    let chain_of = vec![(u32::MAX, 0u32); ntx];
+    let mut b = Built::plain(node_txn, txn_node, ntx, Vec::new(), Vec::new(), chain_of, 0);
+    b.spare = Spare::new(keep_spare);
+    b.excluded_unknown = excluded_unknown;
     if opts.level == crate::Level::SnapshotIsolation {
         b.split_nodes();
     }
