@@ -4,7 +4,7 @@
 //! verdict is confirmed apart from the checker (the serial order replayed, the certificate
 //! re-derived).
 
-mod common;
+use crate::common;
 
 use common::{order_is_valid, verified};
 use krait_checker::{check, Options, Verdict};

@@ -147,7 +147,7 @@ fn every_cut_of_the_last_line_reads_the_same_and_never_false_alarms() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-mod common;
+use crate::common;
 
 /// A history in the collector's layout (head, ops, then the outcome), one file.
 fn collector_text(h: &History) -> String {

@@ -1,7 +1,7 @@
 //! Histories whose written values repeat (a read may have several candidate writers) against the
 //! brute-force serial-order search, under every combination of the checker's switches.
 
-mod common;
+use crate::common;
 
 use common::{all_option_sets, order_is_valid, random_history_with, serializable, verified, Rng};
 use krait_checker::{check, Options, SolverKind, Verdict};

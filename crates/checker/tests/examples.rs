@@ -1,6 +1,6 @@
 //! Hand-built histories whose truth is known, with their exact verdicts and certificates.
 
-mod common;
+use crate::common;
 
 use krait_checker::{check, Anomaly, EdgeKind, Options, Verdict};
 use krait_history::{build_history, History, SimpleTxn as T, TxnStatus};

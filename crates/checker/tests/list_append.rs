@@ -14,7 +14,7 @@
 //! writes leak and unknown ones land late or never, then corrupts some reads the ways real
 //! databases do. Everything is seeded, so a failure reproduces exactly.
 
-mod common;
+use crate::common;
 
 use common::Rng;
 use krait_checker::{check, Options, SolverKind, Verdict};

@@ -1,7 +1,7 @@
 //! Elle list-append reads, hand-made: each rule of the semantics (docs/semantics.md) with the
 //! verdict and anomaly it gives.
 
-mod common;
+use crate::common;
 
 use krait_checker::{check, Anomaly, Options, Verdict};
 use krait_history::{build_history, SimpleTxn as T, TxnStatus};

@@ -1,6 +1,6 @@
 //! Online mode: rounds, epochs and garbage collection keep the one-shot verdict.
 
-mod common;
+use crate::common;
 
 use common::fenced::{fence, option_sets, random_fenced, random_late_reads};
 use common::Rng;

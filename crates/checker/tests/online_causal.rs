@@ -4,7 +4,7 @@
 //! store (where serializability and snapshot isolation often fail but causal consistency holds)
 //! and from a causal store that breaks causality now and then.
 
-mod common;
+use crate::common;
 
 use common::causal::random_causal_fenced;
 use common::fenced::{fence, option_sets, random_fenced, random_late_reads};

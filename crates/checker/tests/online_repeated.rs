@@ -2,7 +2,7 @@
 //! collection keep the one-shot verdict (itself compared with a brute-force search over serial
 //! orders in `duplicates.rs`, and here too where a history is small enough).
 
-mod common;
+use crate::common;
 
 use common::fenced::{option_sets, random_fenced_repeated};
 use common::{serializable, Rng};
@@ -19,6 +19,18 @@ struct Seen {
     /// Runs in which garbage collection deleted a transaction while a read with several
     /// possible writers was held.
     deleted_with_choices: usize,
+}
+
+impl Seen {
+    fn add(self, o: Seen) -> Seen {
+        Seen {
+            rejects: self.rejects + o.rejects,
+            accepts: self.accepts + o.accepts,
+            brute_checked: self.brute_checked + o.brute_checked,
+            deleted: self.deleted + o.deleted,
+            deleted_with_choices: self.deleted_with_choices + o.deleted_with_choices,
+        }
+    }
 }
 
 fn one_shot(h: &krait_history::History, o: &Options) -> bool {
@@ -49,67 +61,26 @@ fn committed(h: &krait_history::History) -> usize {
 }
 
 /// Every history at round sizes 1, 3, 8 and all-at-once under the default options; every
-/// tenth under every online option set; every second at snapshot isolation too.
+/// tenth under every online option set; every second at snapshot isolation too. The histories
+/// are drawn one after another from one seed, then checked on every core.
 #[test]
 fn ten_thousand_fenced_histories_with_repeated_values_online_equals_one_shot() {
+    use rayon::prelude::*;
     let mut r = Rng(0x5eed_d0b1_0001);
-    let sets = option_sets();
-    let mut seen = Seen::default();
-    for i in 0..10_000 {
-        let h = random_fenced_repeated(&mut r);
+    let histories: Vec<_> = (0..10_000)
+        .map(|i| (i, random_fenced_repeated(&mut r)))
         // A few write too little to repeat anything: the unique path checks those.
-        if !(h.has_duplicates() || h.init_value.is_some()) {
-            continue;
-        }
-        let truth = one_shot(&h, &Options::default());
-        if committed(&h) <= 12 {
-            assert_eq!(
-                !truth,
-                serializable(&h, None),
-                "history {i}: one-shot and brute force disagree\n{h:?}"
-            );
-            seen.brute_checked += 1;
-        }
-        if truth {
-            seen.rejects += 1;
-        } else {
-            seen.accepts += 1;
-        }
-        for &round in &[1usize, 3, 8, 1000] {
-            for (name, o) in &sets {
-                // All at once is one round: the option sets differ little there.
-                if (i % 10 != 0 || round == 1000) && *name != "default" {
-                    continue;
-                }
-                let expect = if o.check.strict.is_some() {
-                    one_shot(&h, &o.check)
-                } else {
-                    truth
-                };
-                let on = online(&h, o, round, &mut seen);
-                let got = on.verdict().is_some_and(|r| r.verdict.is_reject());
-                assert_eq!(
-                    got,
-                    expect,
-                    "history {i}, round size {round}, {name}: online says {:?} after {} rounds\n{h:?}",
-                    on.verdict().map(|r| &r.verdict),
-                    on.rounds()
-                );
-                if *name == "default" {
-                    seen.deleted += on.deleted_total();
-                }
-            }
-            if i % 2 == 0 {
-                let mut o = OnlineOptions::default();
-                o.check.level = Level::SnapshotIsolation;
-                let expect = one_shot(&h, &o.check);
-                let got = online(&h, &o, round, &mut seen)
-                    .verdict()
-                    .is_some_and(|r| r.verdict.is_reject());
-                assert_eq!(got, expect, "history {i}, round size {round}, SI\n{h:?}");
-            }
-        }
-    }
+        .filter(|(_, h)| h.has_duplicates() || h.init_value.is_some())
+        .collect();
+    let sets = option_sets();
+    let seen = histories
+        .par_iter()
+        .map(|(i, h)| {
+            let mut seen = Seen::default();
+            one_history(*i, h, &sets, &mut seen);
+            seen
+        })
+        .reduce(Seen::default, Seen::add);
     eprintln!("{seen:?}");
     assert!(seen.rejects > 2000 && seen.accepts > 2000, "{seen:?}");
     assert!(seen.brute_checked > 300, "{seen:?}");
@@ -118,6 +89,62 @@ fn ten_thousand_fenced_histories_with_repeated_values_online_equals_one_shot() {
         "garbage collection hardly ran: {seen:?}"
     );
     assert!(seen.deleted_with_choices > 100, "{seen:?}");
+}
+
+fn one_history(
+    i: usize,
+    h: &krait_history::History,
+    sets: &[(&'static str, OnlineOptions)],
+    seen: &mut Seen,
+) {
+    let truth = one_shot(h, &Options::default());
+    if committed(h) <= 12 {
+        assert_eq!(
+            !truth,
+            serializable(h, None),
+            "history {i}: one-shot and brute force disagree\n{h:?}"
+        );
+        seen.brute_checked += 1;
+    }
+    if truth {
+        seen.rejects += 1;
+    } else {
+        seen.accepts += 1;
+    }
+    for &round in &[1usize, 3, 8, 1000] {
+        for (name, o) in sets {
+            // All at once is one round: the option sets differ little there.
+            if (i % 10 != 0 || round == 1000) && *name != "default" {
+                continue;
+            }
+            let expect = if o.check.strict.is_some() {
+                one_shot(h, &o.check)
+            } else {
+                truth
+            };
+            let on = online(h, o, round, seen);
+            let got = on.verdict().is_some_and(|r| r.verdict.is_reject());
+            assert_eq!(
+                got,
+                expect,
+                "history {i}, round size {round}, {name}: online says {:?} after {} rounds\n{h:?}",
+                on.verdict().map(|r| &r.verdict),
+                on.rounds()
+            );
+            if *name == "default" {
+                seen.deleted += on.deleted_total();
+            }
+        }
+        if i % 2 == 0 {
+            let mut o = OnlineOptions::default();
+            o.check.level = Level::SnapshotIsolation;
+            let expect = one_shot(h, &o.check);
+            let got = online(h, &o, round, seen)
+                .verdict()
+                .is_some_and(|r| r.verdict.is_reject());
+            assert_eq!(got, expect, "history {i}, round size {round}, SI\n{h:?}");
+        }
+    }
 }
 
 /// Saved and restored after every round, the checker goes on as one that never stopped.

@@ -2,7 +2,7 @@
 //! snapshots and commits keep the one-shot verdict (itself checked against the brute-force
 //! oracle in `snapshot_isolation.rs`), under every online option set.
 
-mod common;
+use crate::common;
 
 use common::fenced::{option_sets, random_fenced, random_late_reads};
 use common::si::random_si_fenced;

@@ -1,7 +1,7 @@
 //! The checker against a brute-force serial-order search on random small histories, under every
 //! combination of its switches.
 
-mod common;
+use crate::common;
 
 use common::{all_option_sets, order_is_valid, random_history, serializable, verified, Rng};
 use krait_checker::{check, Options, SolverKind, Verdict};

@@ -5,7 +5,7 @@
 //! into a REJECT, and every further certificate is a closed cycle of a class of its own that
 //! krait-verify derives edge by edge.
 
-mod common;
+use crate::common;
 
 use common::si::snapshot_isolated;
 use common::weak::{weak_ok, Weak};

@@ -3,7 +3,7 @@
 //! with unique and with repeated values, plain and strict; and hand-made histories, one per
 //! anomaly, with their exact certificates.
 
-mod common;
+use crate::common;
 
 use common::si::{random_si_history, si_order_is_valid, snapshot_isolated};
 use common::{

@@ -1,6 +1,6 @@
 //! Strict serializability: real-time edges with a clock-drift allowance.
 
-mod common;
+use crate::common;
 
 use common::{random_history, serializable, verified, Rng};
 use krait_checker::{check, CheckError, EdgeKind, Options};

@@ -4,7 +4,7 @@
 //! histories that separate each pair of adjacent levels. Hand-made histories, one per anomaly,
 //! with their exact certificates.
 
-mod common;
+use crate::common;
 
 use common::si::random_si_history;
 use common::weak::{weak_ok, Weak};

@@ -4,7 +4,7 @@
 //! impossible writers left out, learning from a broken choice) and with and without guesses
 //! from timestamps; hand-made histories where the choice decides.
 
-mod common;
+use crate::common;
 
 use common::weak::{weak_ok_within, Weak};
 use common::{random_history_with, Rng};

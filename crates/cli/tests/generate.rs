@@ -1,7 +1,7 @@
 //! `krait generate` makes histories of any shape: operations per transaction and the share of
 //! read-only transactions, for read-heavy histories like real OLTP ones.
 
-mod common;
+use crate::common;
 
 use common::number_before;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! for the isolation asked for. The PostgreSQL test needs KRAIT_PG_URL (`.ci/run` sets it) and
 //! says it skipped otherwise; it makes and drops its own database.
 
-mod common;
+use crate::common;
 
 use common::TempPg;
 use std::process::Command;

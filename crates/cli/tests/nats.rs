@@ -9,7 +9,7 @@
 //! /usr/sbin). Each test uses a stream of its own and deletes it. `nats_watch.rs` tests the
 //! verifier alone: faults in replayed streams, late sessions, restarts.
 
-mod common;
+use crate::common;
 
 use common::nats::{check, krait, skip, stop, tmp, watch, watched, Stream};
 use common::TempPg;

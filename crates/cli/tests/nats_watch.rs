@@ -3,7 +3,7 @@
 //! order across subjects, and a verifier killed mid-stream and restarted from its checkpoint.
 //! Needs `KRAIT_NATS_URL`; each test uses a stream of its own and deletes it.
 
-mod common;
+use crate::common;
 
 use common::nats::{check, generated, published, stop, tmp, watch, watched, Stream};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! rows are deleted: the same verdict as checking the whole history at once, with garbage
 //! collection still bounding what is held.
 
-mod common;
+use crate::common;
 
 use common::number_before;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! PostgreSQL and MariaDB tests need KRAIT_PG_URL / KRAIT_MYSQL_URL and say they skipped
 //! otherwise; each makes and drops its own database.
 
-mod common;
+use crate::common;
 
 use krait_checker::{Level, Verdict};
 use krait_collector::{RecSession, Recorder, Rows, Table};

@@ -3,7 +3,7 @@
 //! (`.ci/run` sets them) and print that they skipped otherwise; each makes and drops its own
 //! database.
 
-mod common;
+use crate::common;
 
 use common::TempDb;
 use krait_checker::{check, Anomaly, EdgeKind, Level, Options, Verdict};

@@ -13,7 +13,7 @@
 //! reconnections, and every row the database holds was written by a transaction the history
 //! has as committed or unknown — no committed transaction is missing from the history.
 
-mod common;
+use crate::common;
 
 use common::TempDb;
 use krait_collector::{backend, Isolation};

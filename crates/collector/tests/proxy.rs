@@ -4,7 +4,7 @@
 //! updates are named); at SERIALIZABLE serializability holds. Needs KRAIT_PG_URL
 //! and says it skipped otherwise; makes and drops its own database.
 
-mod common;
+use crate::common;
 
 use common::proxy::{unix_url, verdict, with_proxy, with_proxy_to};
 use krait_checker::{Level, Verdict};

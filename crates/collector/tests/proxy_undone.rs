@@ -4,7 +4,7 @@
 //! proxy took them into account. Needs KRAIT_PG_URL and says it skipped otherwise; makes and
 //! drops its own database.
 
-mod common;
+use crate::common;
 
 use common::proxy::{committed_writes, verdict, with_proxy};
 use krait_checker::Level;

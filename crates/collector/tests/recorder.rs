@@ -5,7 +5,7 @@
 //! the lost updates, which read committed allows and snapshot isolation does not. The
 //! PostgreSQL test needs KRAIT_PG_URL and says it skipped otherwise.
 
-mod common;
+use crate::common;
 
 use krait_checker::{Level, Verdict};
 use krait_collector::Recorder;

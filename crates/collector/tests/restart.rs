@@ -8,7 +8,7 @@
 //! a server away from any test running beside them. Skipped, visibly, where a server cannot be
 //! restarted.
 
-mod common;
+use crate::common;
 
 use common::TempDb;
 use krait_collector::{backend, Isolation};

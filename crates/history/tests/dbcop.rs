@@ -1,7 +1,7 @@
 //! The dbcop readers (JSON and bincode) on hand-made inputs: every construct with the exact
 //! history it yields, every malformed case with its exact error and place.
 
-mod common;
+use crate::common;
 
 use common::{at, both, p, render, Bincode, Ev, DATA, DBCOP_JSON};
 use krait_history::{read_dbcop_bincode, read_dbcop_json, InputError, Location, Warning};

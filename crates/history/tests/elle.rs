@@ -1,7 +1,7 @@
 //! The Elle EDN reader on hand-made inputs: every construct with the exact history it yields,
 //! every malformed case with its exact error and line.
 
-mod common;
+use crate::common;
 
 use common::{at, both, p, render};
 use krait_history::{read_edn, InputError, Location, Warning};

@@ -2,7 +2,7 @@
 //! every malformed case with its exact error and line), detection and loading of every format,
 //! and no panic on mangled input of any of them. Elle and dbcop: `elle.rs`, `dbcop.rs`.
 
-mod common;
+use crate::common;
 
 use common::{at, both, p, render, Bincode, DATA, DBCOP_JSON};
 use krait_history::{
