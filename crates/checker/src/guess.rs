@@ -12,7 +12,7 @@
 //! read-only transactions.
 
 use crate::graph::Choice;
-use krait_history::{History, OpId, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, NO_TIME};
+use krait_history::{History, OpId, Resolution, TxnId, TxnStatus, FROM_INIT, NO_TIME};
 
 /// Versions per scanned read at most: a read whose window holds more is left to the fallback.
 const MAX_SCAN: usize = 512;
@@ -20,8 +20,11 @@ const MAX_SCAN: usize = 512;
 /// Every key's committed versions in commit-time order, for guessing.
 pub(crate) struct Snapshots<'a> {
     h: &'a History,
-    /// Per key: (commit time, the write op that installed the version).
-    versions: Vec<Vec<(u64, OpId)>>,
+    /// Per key `k`: `versions[start[k]..start[k + 1]]`, (commit time, the write op that
+    /// installed the version). One array, not one per key: a proxy's history has a key per
+    /// column of every row, millions of them, each a separate allocation otherwise.
+    start: Vec<u32>,
+    versions: Vec<(u64, OpId)>,
 }
 
 impl<'a> Snapshots<'a> {
@@ -30,23 +33,45 @@ impl<'a> Snapshots<'a> {
         if !h.has_timestamps() {
             return None;
         }
-        let mut versions: Vec<Vec<(u64, OpId)>> = vec![Vec::new(); h.keys.len()];
-        for t in 0..h.num_txns() {
+        // One pass over all ops, not a scan of the rest of the transaction per write: that was
+        // quadratic in a transaction's size, and a proxy's initial state is one transaction of
+        // a million writes.
+        let final_write = &crate::graph::final_writes(h);
+        // A transaction installs its last write of each key.
+        let installed = |t: usize| {
             let c = h.txn_commit[t];
-            if h.txn_status[t] != TxnStatus::Committed || c == NO_TIME {
-                continue;
-            }
-            // A transaction installs its last write of each key.
-            for o in h.ops(t as TxnId) {
-                if h.op_kind[o] == OpKind::Write && !h.overwritten_in(t as TxnId, o) {
-                    versions[h.op_key[o] as usize].push((c, o as OpId));
-                }
+            let ok = h.txn_status[t] == TxnStatus::Committed && c != NO_TIME;
+            h.ops(t as TxnId)
+                .filter(move |&o| ok && final_write[o])
+                .map(move |o| (c, o))
+        };
+        let mut start = vec![0u32; h.keys.len() + 1];
+        for t in 0..h.num_txns() {
+            for (_, o) in installed(t) {
+                start[h.op_key[o] as usize + 1] += 1;
             }
         }
-        for v in &mut versions {
-            v.sort_unstable();
+        for k in 0..h.keys.len() {
+            start[k + 1] += start[k];
         }
-        Some(Snapshots { h, versions })
+        let mut fill = start.clone();
+        let mut versions = vec![(0, 0); start[h.keys.len()] as usize];
+        for t in 0..h.num_txns() {
+            for (c, o) in installed(t) {
+                let k = h.op_key[o] as usize;
+                versions[fill[k] as usize] = (c, o as OpId);
+                fill[k] += 1;
+            }
+        }
+        for k in 0..h.keys.len() {
+            versions[start[k] as usize..start[k + 1] as usize].sort_unstable();
+        }
+        Some(Snapshots { h, start, versions })
+    }
+
+    /// Key `k`'s versions in commit-time order.
+    fn of(&self, k: u32) -> &[(u64, OpId)] {
+        &self.versions[self.start[k as usize] as usize..self.start[k as usize + 1] as usize]
     }
 
     /// For the reads `reads` of transaction `t` (each with its candidate writes, `FROM_INIT`
@@ -70,7 +95,7 @@ impl<'a> Snapshots<'a> {
         // Where each read matches: half-open intervals of time, as +1/-1 events.
         let mut events: Vec<(u64, i32)> = Vec::new();
         for (o, cands) in reads {
-            let vs = &self.versions[h.op_key[*o as usize] as usize];
+            let vs = self.of(h.op_key[*o as usize]);
             let first = vs.partition_point(|v| v.0 <= s);
             let last = vs.partition_point(|v| v.0 <= c);
             if last - first > MAX_SCAN {
@@ -103,7 +128,7 @@ impl<'a> Snapshots<'a> {
             }
         }
         for (i, (o, cands)) in reads.iter().enumerate() {
-            let vs = &self.versions[h.op_key[*o as usize] as usize];
+            let vs = self.of(h.op_key[*o as usize]);
             let n = vs.partition_point(|v| v.0 <= at);
             let w = if n == 0 { FROM_INIT } else { vs[n - 1].1 };
             out[i] = cands.iter().position(|&x| x == w);

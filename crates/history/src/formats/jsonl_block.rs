@@ -194,6 +194,9 @@ pub(crate) fn read_blocks(
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
     let mut lines_before = 0u64;
     loop {
+        // What is left from the last read holds no line end: only the new bytes are searched
+        // (searching it all again made one long line, a proxy's initial state, quadratic).
+        let old = buf.len();
         let got = (&mut input)
             .take(BLOCK as u64)
             .read_to_end(&mut buf)
@@ -205,7 +208,11 @@ pub(crate) fn read_blocks(
                 )
             })?;
         let eof = got == 0;
-        if let Some(nl) = buf.iter().rposition(|&c| c == b'\n') {
+        if let Some(nl) = buf[old..]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map(|i| old + i)
+        {
             let text = utf8(&buf[..=nl], path, lines_before)?;
             let pieces = parse_block(text);
             let lines: u64 = pieces.iter().map(|p| p.lines).sum();

@@ -292,7 +292,9 @@ impl History {
         first.into_iter().chain(more.iter().copied())
     }
     /// Whether transaction `t` writes the key of its op `op` again later (so `op`'s version is
-    /// never installed: a read of it is an intermediate read).
+    /// never installed: a read of it is an intermediate read). It scans the rest of the
+    /// transaction: asking it of every write of a large transaction is quadratic, so a pass
+    /// over many ops marks each transaction's last write of a key instead.
     pub fn overwritten_in(&self, t: TxnId, op: usize) -> bool {
         let k = self.op_key[op];
         (op + 1..self.ops(t).end).any(|x| self.op_kind[x] == OpKind::Write && self.op_key[x] == k)
