@@ -114,7 +114,7 @@ fn one_history(
     for &round in &[1usize, 3, 8, 1000] {
         for (name, o) in sets {
             // All at once is one round: the option sets differ little there.
-            if (i % 10 != 0 || round == 1000) && *name != "default" {
+            if (!i.is_multiple_of(10) || round == 1000) && *name != "default" {
                 continue;
             }
             let expect = if o.check.strict.is_some() {
@@ -135,7 +135,7 @@ fn one_history(
                 seen.deleted += on.deleted_total();
             }
         }
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             let mut o = OnlineOptions::default();
             o.check.level = Level::SnapshotIsolation;
             let expect = one_shot(h, &o.check);
