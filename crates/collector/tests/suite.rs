@@ -6,6 +6,7 @@ mod common;
 mod e2e;
 mod faults;
 mod proxy;
+mod proxy_rows;
 mod proxy_undone;
 mod recorder;
 mod restart;

@@ -25,6 +25,15 @@ enum Pending {
         key: Vec<u8>,
         rows: usize,
     },
+    /// A recorded `SELECT … WHERE pk IN (keys)`: which keys a returned row named so far, and
+    /// whether a row came back whose key the reply does not show (the key column not
+    /// selected): its reads cannot be recorded.
+    SelectIn {
+        table: usize,
+        keys: Vec<Vec<u8>>,
+        seen: Vec<bool>,
+        unnamed: bool,
+    },
     /// An increment sent with `RETURNING col`: its reply rows are the proxy's, not the
     /// client's.
     Increment {
@@ -164,6 +173,28 @@ impl Conn {
         }
     }
 
+    /// Logs the writes of columns `cols` of row `key` of `table`.
+    fn log_row(
+        &mut self,
+        table: usize,
+        key: &Operand,
+        cols: &[(String, Operand)],
+        params: &[Option<Vec<u8>>],
+    ) -> io::Result<()> {
+        let key = self.operand(key, params).unwrap_or_default();
+        let t = self.tables[table].clone();
+        for (c, v) in cols {
+            let v = self.operand(v, params);
+            self.session.op(
+                "w",
+                &key_of(&t, &key, c),
+                Some(value_id(v.as_deref())),
+                app_of(v.as_deref()).as_deref(),
+            )?;
+        }
+        Ok(())
+    }
+
     fn ensure_txn(&mut self) -> io::Result<()> {
         if !self.session.in_txn() {
             self.session.open_txn()?;
@@ -204,6 +235,16 @@ impl Conn {
                 }
                 Pending::Other
             }
+            Stmt::InsertRows { table, rows } => {
+                self.ensure_txn()?;
+                for (key, cols) in &rows {
+                    self.log_row(table, key, cols, params)?;
+                }
+                if !self.explicit {
+                    self.autocommit_sent = true;
+                }
+                Pending::Other
+            }
             Stmt::Write {
                 table,
                 key,
@@ -212,17 +253,7 @@ impl Conn {
             } => {
                 self.ensure_txn()?;
                 let mark = self.session.mark();
-                let key = self.operand(&key, params).unwrap_or_default();
-                let t = self.tables[table].clone();
-                for (c, v) in &cols {
-                    let v = self.operand(v, params);
-                    self.session.op(
-                        "w",
-                        &key_of(&t, &key, c),
-                        Some(value_id(v.as_deref())),
-                        app_of(v.as_deref()).as_deref(),
-                    )?;
-                }
+                self.log_row(table, &key, &cols, params)?;
                 if !self.explicit {
                     self.autocommit_sent = true;
                 }
@@ -259,6 +290,21 @@ impl Conn {
                     table,
                     key,
                     rows: 0,
+                }
+            }
+            Stmt::SelectIn { table, keys } => {
+                self.ensure_txn()?;
+                let mut keys: Vec<Vec<u8>> = keys
+                    .iter()
+                    .map(|k| self.operand(k, params).unwrap_or_default())
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                Pending::SelectIn {
+                    table,
+                    seen: vec![false; keys.len()],
+                    keys,
+                    unnamed: false,
                 }
             }
             Stmt::UnrecordedRead(why) => {

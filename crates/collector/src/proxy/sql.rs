@@ -24,6 +24,17 @@ pub(crate) enum Stmt {
         table: usize,
         key: Operand,
     },
+    /// `SELECT … WHERE pk IN (keys)`: reads of the rows returned, each named by its key
+    /// column, and of no row for each key none was returned for.
+    SelectIn {
+        table: usize,
+        keys: Vec<Operand>,
+    },
+    /// An INSERT of several rows: (key, columns) each, written as [`Stmt::Write`] writes one.
+    InsertRows {
+        table: usize,
+        rows: Vec<(Operand, Vec<(String, Operand)>)>,
+    },
     /// Writes these columns of row `key`; an UPDATE (`update`) only if the row exists, as its
     /// reply's row count tells.
     Write {
@@ -234,6 +245,34 @@ fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
     p.done().then_some(key)
 }
 
+/// `WHERE pk = v` or `WHERE pk IN (v, …)` at the end of a SELECT, with locking clauses after.
+fn where_keys(p: &mut P, pk: &str) -> Option<Vec<Operand>> {
+    let at = p.i;
+    if let Some(k) = where_pk(p, pk, true) {
+        return Some(vec![k]);
+    }
+    p.i = at;
+    if !(p.word("where") && p.name()? == pk && p.word("in") && p.punct('(')) {
+        return None;
+    }
+    let mut keys = Vec::new();
+    loop {
+        keys.push(p.operand()?);
+        if !p.punct(',') {
+            break;
+        }
+    }
+    if !p.punct(')') {
+        return None;
+    }
+    if p.word("for") {
+        while matches!(p.peek(), Some(Tok::Word(_))) {
+            p.i += 1;
+        }
+    }
+    p.done().then_some(keys)
+}
+
 /// What each statement of `sql` is (a simple query may hold several, separated by `;`, which
 /// the server runs in order as one implicit transaction unless they say otherwise).
 pub(crate) fn classify_all(sql: &str, tables: &[TableSpec]) -> Vec<Stmt> {
@@ -333,8 +372,15 @@ fn select(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
         return None;
     }
     let table = table_of(tables, &p.name()?)?;
-    let key = where_pk(p, &tables[table].pk, true)?;
-    Some(Stmt::Select { table, key })
+    let mut keys = where_keys(p, &tables[table].pk)?;
+    Some(if keys.len() == 1 {
+        Stmt::Select {
+            table,
+            key: keys.remove(0),
+        }
+    } else {
+        Stmt::SelectIn { table, keys }
+    })
 }
 
 fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
@@ -411,18 +457,29 @@ fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
             break;
         }
     }
-    if !(p.punct(')') && p.word("values") && p.punct('(')) {
+    if !(p.punct(')') && p.word("values")) {
         return None;
     }
-    let mut vals = Vec::new();
+    // One tuple per row.
+    let mut tuples = Vec::new();
     loop {
-        vals.push(p.operand()?);
+        if !p.punct('(') {
+            return None;
+        }
+        let mut vals = Vec::new();
+        loop {
+            vals.push(p.operand()?);
+            if !p.punct(',') {
+                break;
+            }
+        }
+        if !p.punct(')') || vals.len() != names.len() {
+            return None;
+        }
+        tuples.push(vals);
         if !p.punct(',') {
             break;
         }
-    }
-    if !p.punct(')') || vals.len() != names.len() {
-        return None;
     }
     // An upsert that sets each column it names to the inserted value writes the same row.
     if p.word("on") {
@@ -451,17 +508,29 @@ fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     }
     let pk = &tables[table].pk;
     let at = names.iter().position(|n| n == pk)?;
-    let key = vals[at].clone();
-    let cols = names
+    let mut rows: Vec<(Operand, Vec<(String, Operand)>)> = tuples
         .into_iter()
-        .zip(vals)
-        .filter(|(n, _)| n != pk)
+        .map(|vals| {
+            let key = vals[at].clone();
+            let cols = names
+                .iter()
+                .cloned()
+                .zip(vals)
+                .filter(|(n, _)| n != pk)
+                .collect();
+            (key, cols)
+        })
         .collect();
-    Some(Stmt::Write {
-        table,
-        key,
-        cols,
-        update: false,
+    Some(if rows.len() == 1 {
+        let (key, cols) = rows.remove(0);
+        Stmt::Write {
+            table,
+            key,
+            cols,
+            update: false,
+        }
+    } else {
+        Stmt::InsertRows { table, rows }
     })
 }
 

@@ -71,6 +71,48 @@ fn statements_by_primary_key_are_recognized() {
             Stmt::Commit
         ]
     );
+    assert_eq!(
+        classify(
+            "select id, balance from accounts where id in (1, $2, '3') for share",
+            &tb
+        ),
+        Stmt::SelectIn {
+            table: 0,
+            keys: vec![c("1"), Operand::Param(1), c("3")]
+        }
+    );
+    assert_eq!(
+        classify("SELECT * FROM accounts WHERE id IN (7)", &tb),
+        Stmt::Select {
+            table: 0,
+            key: c("7")
+        }
+    );
+    assert_eq!(
+        classify(
+            "INSERT INTO accounts (balance, id) VALUES ('5', 1), ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = excluded.balance",
+            &tb
+        ),
+        Stmt::InsertRows {
+            table: 0,
+            rows: vec![
+                (c("1"), vec![("balance".into(), c("5"))]),
+                (Operand::Param(1), vec![("balance".into(), Operand::Param(0))]),
+            ]
+        }
+    );
+    // A tuple of another width is not an INSERT the proxy can read.
+    assert!(matches!(
+        classify(
+            "INSERT INTO accounts (id, balance) VALUES (1, '5'), (2)",
+            &tb
+        ),
+        Stmt::Unrecorded(_)
+    ));
+    assert!(matches!(
+        classify("SELECT balance FROM accounts WHERE id IN (SELECT 1)", &tb),
+        Stmt::UnrecordedRead(_)
+    ));
     assert_eq!(classify_all("COMMIT", &tb), [Stmt::Commit]);
     assert_eq!(classify("SET search_path TO x", &tb), Stmt::Ignored);
     assert_eq!(classify("SAVEPOINT s1", &tb), Stmt::Savepoint("s1".into()));

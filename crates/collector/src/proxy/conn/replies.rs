@@ -65,6 +65,72 @@ impl Conn {
         Ok(())
     }
 
+    /// A row returned to `SELECT … WHERE pk IN (…)`: the reads of the row its key column
+    /// names. Without that column the row cannot be placed, and the statement's reads are
+    /// left out ([`Conn::select_in_done`]).
+    fn select_in_row(&mut self, table: usize, m: &Msg) -> io::Result<()> {
+        let pk = self.tables[table].pk.clone();
+        let cols = self.reply_cols();
+        let key = cols.iter().position(|c| c.0 == pk).and_then(|i| {
+            let mut f = Fields::new(&m.body);
+            f.i16();
+            for _ in 0..i {
+                f.value();
+            }
+            let (_, oid, binary) = &cols[i];
+            f.value().flatten().map(|v| normalize(&v, *oid, *binary))
+        });
+        let Some(Reply::Exec {
+            what:
+                Pending::SelectIn {
+                    keys,
+                    seen,
+                    unnamed,
+                    ..
+                },
+            ..
+        }) = self.queue.front_mut()
+        else {
+            return Ok(());
+        };
+        let at = key.and_then(|k| keys.iter().position(|x| *x == k));
+        let Some(at) = at else {
+            *unnamed = true;
+            return Ok(());
+        };
+        seen[at] = true;
+        let key = keys[at].clone();
+        if self.session.in_txn() && !*unnamed {
+            self.read_row(table, &key, Some(m))?;
+        }
+        Ok(())
+    }
+
+    /// The end of a `SELECT … WHERE pk IN (…)`: each key no row was returned for read no row;
+    /// or, where a row could not be placed, a note that the statement's reads are not all
+    /// recorded (a weaker check, never a wrong one).
+    fn select_in_done(
+        &mut self,
+        table: usize,
+        unnamed: bool,
+        absent: &[Vec<u8>],
+    ) -> io::Result<()> {
+        if unnamed {
+            let why = format!(
+                "a SELECT of several rows of {} by key that does not return the key column {}: its rows cannot be told apart",
+                self.tables[table].name, self.tables[table].pk
+            );
+            self.unrecorded_reads += 1;
+            return self
+                .notes
+                .add(self.session.name(), self.session.txn_id(), false, &why);
+        }
+        for k in absent {
+            self.read_row(table, k, None)?;
+        }
+        Ok(())
+    }
+
     /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
     /// a read of the old and a write of the new.
     fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
@@ -190,6 +256,13 @@ impl Conn {
                     if self.session.in_txn() {
                         self.read_row(table, &key, Some(m))?;
                     }
+                } else if let Some(Reply::Exec {
+                    what: Pending::SelectIn { table, .. },
+                    ..
+                }) = self.queue.front()
+                {
+                    let table = *table;
+                    self.select_in_row(table, m)?;
                 }
             }
             b'C' | b'I' | b's' => {
@@ -248,6 +321,28 @@ impl Conn {
                     let (table, key) = (*table, key.clone());
                     if self.session.in_txn() {
                         self.read_row(table, &key, None)?;
+                    }
+                }
+                if let Some(Reply::Exec {
+                    what:
+                        Pending::SelectIn {
+                            table,
+                            keys,
+                            seen,
+                            unnamed,
+                        },
+                    ..
+                }) = self.queue.front()
+                {
+                    let (table, unnamed) = (*table, *unnamed);
+                    let absent: Vec<Vec<u8>> = keys
+                        .iter()
+                        .zip(seen)
+                        .filter(|(_, s)| !**s)
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    if self.session.in_txn() && m.tag == b'C' {
+                        self.select_in_done(table, unnamed, &absent)?;
                     }
                 }
                 if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
