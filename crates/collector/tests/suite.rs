@@ -7,6 +7,7 @@ mod e2e;
 mod faults;
 mod proxy;
 mod proxy_rows;
+mod proxy_tls;
 mod proxy_undone;
 mod recorder;
 mod restart;

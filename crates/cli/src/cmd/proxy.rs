@@ -16,9 +16,16 @@ pub struct ProxyArgs {
     /// The database, as a URL, e.g. postgres://postgres@127.0.0.1:5432/shop: connections go to
     /// its host and port, or to its Unix-domain socket when the host is a socket directory
     /// (postgres://postgres@%2Fvar%2Frun%2Fpostgresql/shop, cheaper on the same machine); its
-    /// tables' rows when the proxy starts are the initial state.
+    /// tables' rows when the proxy starts are the initial state. With sslmode=require in it
+    /// (or prefer) the hop to the database is TLS, the certificate verified against the
+    /// system's roots and --upstream-ca, and its host name checked; the application still
+    /// connects to the proxy in plaintext.
     #[arg(long)]
     upstream: String,
+    /// PEM certificates to trust for TLS to the upstream beside the system's (a private CA, or
+    /// a self-signed server certificate).
+    #[arg(long, value_name = "FILE")]
+    upstream_ca: Option<PathBuf>,
     /// The history directory (one JSON Lines log per connection; new or empty), e.g. --out hist.
     #[arg(long)]
     out: PathBuf,
@@ -54,6 +61,7 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<ExitCode> {
         upstream: a.upstream.clone(),
         out: a.out.clone(),
         tables,
+        upstream_ca: a.upstream_ca.clone(),
     };
     eprintln!(
         "krait proxy: listening on {}, forwarding to {}, recording into {} (Ctrl-C ends)",

@@ -9,6 +9,7 @@ use super::conn::Conn;
 use super::notes::Notes;
 use super::sql::TableSpec;
 use super::stream::{Addr, Upstream};
+use super::tls::UpstreamTls;
 use super::wire;
 use crate::recorder::Recorder;
 use std::io;
@@ -31,6 +32,8 @@ pub(crate) struct Context {
     pub tables: Arc<Vec<TableSpec>>,
     pub notes: Arc<Notes>,
     pub upstream: Addr,
+    /// TLS to the upstream, where its URL's sslmode asks.
+    pub tls: Option<UpstreamTls>,
     /// Statements not recorded that may have written; reads not recorded.
     pub unrecorded: [AtomicU64; 2],
 }
@@ -125,6 +128,7 @@ async fn relay(
     match &mut server {
         Upstream::Tcp(s) => wire::write_startup(s, startup).await?,
         Upstream::Unix(s) => wire::write_startup(s, startup).await?,
+        Upstream::Tls(s) => wire::write_startup(s, startup).await?,
     }
     if wire::code_of(startup) == wire::CANCEL_REQUEST {
         return Ok(None);
@@ -138,6 +142,8 @@ async fn relay(
     let out = match &mut server {
         Upstream::Tcp(s) => both(client.split(), s.split(), &shared).await,
         Upstream::Unix(s) => both(client.split(), s.split(), &shared).await,
+        // A TLS stream is one state for both directions: halves that share it.
+        Upstream::Tls(s) => both(client.split(), tokio::io::split(&mut **s), &shared).await,
     };
     Ok(Some((shared, out)))
 }
@@ -157,7 +163,7 @@ pub(crate) async fn serve_one(mut client: TcpStream, ctx: Arc<Context>, id: u64)
         }
         break body;
     };
-    let server = ctx.upstream.connect().await?;
+    let server = ctx.upstream.connect(ctx.tls.as_ref()).await?;
     let Some((shared, out)) = relay(client, server, &startup, &ctx, id).await? else {
         return Ok(());
     };

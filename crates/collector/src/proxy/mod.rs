@@ -5,7 +5,8 @@
 //! (values as the database prints them, hashed: the history has repeated values wherever the
 //! application writes one value twice, which the checker handles). Each client connection is
 //! a session. At start the declared tables' rows are recorded as the `initial` session's one
-//! transaction, so reads of data loaded before recording name their writer.
+//! transaction, so reads of data loaded before recording name their writer. With `sslmode` in
+//! the upstream URL the hop to the database is TLS (`tls`); the application's is not.
 //!
 //! `UPDATE t SET c = c ± v WHERE pk = k` is sent with `RETURNING c` (by the simple protocol
 //! its query, by the extended one its Parse; the returned row, and the row description a
@@ -19,6 +20,7 @@ mod forward;
 mod notes;
 mod sql;
 mod stream;
+mod tls;
 mod values;
 mod wire;
 
@@ -32,6 +34,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use stream::Addr;
+use tls::UpstreamTls;
 
 /// What to listen on, where to forward, where to record, which tables.
 #[derive(Clone, Debug)]
@@ -45,6 +48,9 @@ pub struct ProxyConfig {
     pub out: PathBuf,
     /// Declared tables: (name, primary-key column).
     pub tables: Vec<(String, String)>,
+    /// PEM certificates to trust, beside the system's, for TLS to the upstream (a URL with
+    /// `sslmode=prefer` or `require`; the certificate is always verified).
+    pub upstream_ca: Option<PathBuf>,
 }
 
 /// What a proxy run recorded.
@@ -62,9 +68,21 @@ pub struct ProxyReport {
 
 /// The declared tables' rows as the `initial` session's one committed transaction; each
 /// table's columns are read too (a delete removes them all).
-fn record_initial(rec: &Recorder, url: &str, tables: &mut [TableSpec]) -> io::Result<()> {
-    let mut c = postgres::Client::connect(url, postgres::NoTls)
-        .map_err(|e| io::Error::other(format!("{url}: {}", crate::postgres::describe(&e))))?;
+fn record_initial(
+    rec: &Recorder,
+    url: &str,
+    tls: Option<&UpstreamTls>,
+    tables: &mut [TableSpec],
+) -> io::Result<()> {
+    let c = match tls {
+        None => postgres::Client::connect(url, postgres::NoTls),
+        Some(t) => postgres::Client::connect(
+            url,
+            tokio_postgres_rustls::MakeRustlsConnect::new((*t.config).clone()),
+        ),
+    };
+    let mut c =
+        c.map_err(|e| io::Error::other(format!("{url}: {}", crate::postgres::describe(&e))))?;
     for tb in tables.iter_mut() {
         tb.cols = c
             .query(
@@ -138,14 +156,17 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
             cols: Vec::new(),
         })
         .collect();
+    // TLS first: its sslmode check names what the URL parser would only call invalid.
+    let tls = UpstreamTls::of(&cfg.upstream, cfg.upstream_ca.as_deref())?;
     let upstream = Addr::of(&cfg.upstream)?;
     let rec = Recorder::create(&cfg.out)?;
-    record_initial(&rec, &cfg.upstream, &mut tables)?;
+    record_initial(&rec, &cfg.upstream, tls.as_ref(), &mut tables)?;
     let ctx = Arc::new(Context {
         rec,
         tables: Arc::new(tables),
         notes: Arc::new(Notes::create(&cfg.out)?),
         upstream,
+        tls,
         unrecorded: [AtomicU64::new(0), AtomicU64::new(0)],
     });
     // One thread accepts and forwards every connection: the proxy's work is small beside

@@ -4,6 +4,7 @@
 //! kernel's whole TCP path twice per message, which on a busy machine is CPU taken from the
 //! database (pgbench measured about a third faster over the socket here).
 
+use super::tls::UpstreamTls;
 use std::io;
 use std::path::PathBuf;
 use tokio::net::{TcpStream, UnixStream};
@@ -33,12 +34,19 @@ impl Addr {
         })
     }
 
-    pub(crate) async fn connect(&self) -> io::Result<Upstream> {
+    /// Connects, over TLS where `tls` says (a TCP address only).
+    pub(crate) async fn connect(&self, tls: Option<&UpstreamTls>) -> io::Result<Upstream> {
         Ok(match self {
             Addr::Tcp(a) => {
                 let s = TcpStream::connect(a).await?;
                 s.set_nodelay(true)?;
-                Upstream::Tcp(s)
+                match tls {
+                    None => Upstream::Tcp(s),
+                    Some(t) => match t.start(s).await? {
+                        Ok(s) => Upstream::Tls(Box::new(s)),
+                        Err(s) => Upstream::Tcp(s),
+                    },
+                }
             }
             Addr::Unix(p) => Upstream::Unix(UnixStream::connect(p).await.map_err(|e| {
                 io::Error::new(e.kind(), format!("connecting to {}: {e}", p.display()))
@@ -51,6 +59,7 @@ impl Addr {
 pub(crate) enum Upstream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
 #[cfg(test)]

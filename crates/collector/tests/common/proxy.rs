@@ -57,6 +57,18 @@ pub fn with_proxy_to<T>(
     name: &str,
     run: impl FnOnce(u16, &str) -> T,
 ) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
+    with_proxy_tls(db, upstream, None, tables, name, run)
+}
+
+/// As [`with_proxy_to`], trusting the certificates in `ca` for TLS to the upstream.
+pub fn with_proxy_tls<T>(
+    db: &TempDb,
+    upstream: &str,
+    ca: Option<&std::path::Path>,
+    tables: &[(&str, &str)],
+    name: &str,
+    run: impl FnOnce(u16, &str) -> T,
+) -> (T, krait_history::Loaded, krait_collector::ProxyReport) {
     let port = free_port();
     let out = tmp(name);
     let cfg = ProxyConfig {
@@ -67,6 +79,7 @@ pub fn with_proxy_to<T>(
             .iter()
             .map(|(t, k)| (t.to_string(), k.to_string()))
             .collect(),
+        upstream_ca: ca.map(|p| p.to_path_buf()),
     };
     let stop = AtomicBool::new(false);
     let (base, dbname) = db.url.rsplit_once('/').unwrap();
