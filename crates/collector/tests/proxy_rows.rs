@@ -1,7 +1,8 @@
 //! `krait proxy` against a real PostgreSQL: statements of several rows by primary key — an
-//! INSERT of several rows, a `SELECT … WHERE pk IN (…)` — recorded row by row, a key the
-//! SELECT found no row for as a read of no row; and a SELECT of several rows that does not
-//! return the key column, which cannot be placed, noted instead. Needs KRAIT_PG_URL and says it
+//! INSERT of several rows, `SELECT`, `UPDATE` and `DELETE … WHERE pk IN (…)` — recorded row by
+//! row, a key the SELECT found no row for as a read of no row; and what cannot be placed (a
+//! SELECT of several rows that does not return the key column, an UPDATE that matched some of
+//! its keys but not all) noted instead. Needs KRAIT_PG_URL and says it
 //! skipped otherwise; makes and drops its own database.
 
 use crate::common;
@@ -139,4 +140,76 @@ fn a_write_skew_read_through_a_list_of_keys_is_rejected_under_serializability() 
     assert!(verdict(h, Level::SnapshotIsolation).is_accept());
     let v = verdict(h, Level::Serializable);
     assert!(v.is_reject(), "{v:?}");
+}
+
+/// An UPDATE or DELETE by a list of keys writes each listed row. The reply counts the rows it
+/// matched: all of them, the writes stand; none, they are taken back (a transaction of nothing
+/// else is recorded as doing nothing); some, the reply does not say which, so the statement is
+/// noted as one whose writes may not all have happened.
+#[test]
+fn updates_and_deletes_by_a_list_of_keys_are_recorded_row_by_row() {
+    let Some(db) = kv_db("proxy_rows_write") else {
+        return;
+    };
+    let ((), l, report) = with_proxy(&db, &[("kv", "k")], "rows_write", |_, via| {
+        let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+        c.batch_execute("INSERT INTO kv (k, v) VALUES (2, 'b'), (3, 'c')")
+            .unwrap();
+        let mut tx = c.transaction().unwrap();
+        assert_eq!(
+            tx.execute(
+                "UPDATE kv SET v = $1 WHERE k IN ($2, $3)",
+                &[&"x", &1i32, &2i32]
+            )
+            .unwrap(),
+            2
+        );
+        // No such rows: taken back.
+        assert_eq!(
+            tx.execute("DELETE FROM kv WHERE k IN (8, 9)", &[]).unwrap(),
+            0
+        );
+        tx.commit().unwrap();
+        assert_eq!(
+            c.execute("DELETE FROM kv WHERE k IN (3, 3)", &[]).unwrap(),
+            1
+        );
+        let rows = c
+            .query("SELECT k, v FROM kv WHERE k IN (1, 2, 3)", &[])
+            .unwrap();
+        assert_eq!(rows.len(), 2);
+        // Key 7 has no row: one of two matched.
+        assert_eq!(
+            c.execute("UPDATE kv SET v = 'y' WHERE k IN (1, 7)", &[])
+                .unwrap(),
+            1
+        );
+    });
+    assert_eq!(
+        report.unrecorded, 1,
+        "the UPDATE that matched one of its two keys"
+    );
+    let h = &l.history;
+    assert_eq!(
+        committed_writes(h, "kv/1/v"),
+        3,
+        "the load, the list UPDATE, the noted one"
+    );
+    assert_eq!(committed_writes(h, "kv/2/v"), 2);
+    assert_eq!(
+        committed_writes(h, "kv/3/v"),
+        2,
+        "the INSERT and the DELETE"
+    );
+    assert_eq!(committed_writes(h, "kv/8/v"), 0, "taken back");
+    assert_eq!(committed_writes(h, "kv/9/v"), 0, "taken back");
+    assert_eq!(committed_reads(h, "kv/3/v"), (0, 1), "deleted: no row");
+    assert!(
+        l.warnings
+            .iter()
+            .any(|w| w.message.contains("may have written")),
+        "{:?}",
+        l.warnings
+    );
+    assert!(verdict(h, Level::Serializable).is_accept());
 }

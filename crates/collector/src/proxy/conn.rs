@@ -43,11 +43,13 @@ enum Pending {
         delta: Vec<u8>,
         minus: bool,
     },
-    /// An UPDATE or DELETE by key, whose writes were logged between marks `from` and `to`:
-    /// taken back if its reply says it matched no row.
+    /// An UPDATE or DELETE of `rows` distinct keys, whose writes were logged between marks
+    /// `from` and `to`: taken back if its reply says it matched no row, noted if it matched
+    /// some of the keys but not all.
     Write {
         from: OpMark,
         to: OpMark,
+        rows: u64,
     },
     /// `ROLLBACK TO SAVEPOINT name`, sent when the transaction's operations numbered up to
     /// `to` were logged: once the server confirms it, what was logged since the savepoint
@@ -173,6 +175,27 @@ impl Conn {
         }
     }
 
+    /// The distinct keys a list names (a key listed twice is one row).
+    fn distinct(&self, keys: &[Operand], params: &[Option<Vec<u8>>]) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|k| self.operand(k, params).unwrap_or_default())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Logs the deletion of row `key` of `table`: every column reads as absent (no row) until
+    /// written again.
+    fn log_delete(&mut self, table: usize, key: &[u8]) -> io::Result<()> {
+        let t = self.tables[table].clone();
+        for c in t.cols.iter().filter(|c| **c != t.pk) {
+            self.session.op("w", &key_of(&t, key, c), None, None)?;
+        }
+        Ok(())
+    }
+
     /// Logs the writes of columns `cols` of row `key` of `table`.
     fn log_row(
         &mut self,
@@ -182,12 +205,23 @@ impl Conn {
         params: &[Option<Vec<u8>>],
     ) -> io::Result<()> {
         let key = self.operand(key, params).unwrap_or_default();
+        self.log_row_of(table, &key, cols, params)
+    }
+
+    /// [`Conn::log_row`] of a key already evaluated.
+    fn log_row_of(
+        &mut self,
+        table: usize,
+        key: &[u8],
+        cols: &[(String, Operand)],
+        params: &[Option<Vec<u8>>],
+    ) -> io::Result<()> {
         let t = self.tables[table].clone();
         for (c, v) in cols {
             let v = self.operand(v, params);
             self.session.op(
                 "w",
-                &key_of(&t, &key, c),
+                &key_of(&t, key, c),
                 Some(value_id(v.as_deref())),
                 app_of(v.as_deref()).as_deref(),
             )?;
@@ -261,6 +295,7 @@ impl Conn {
                     Pending::Write {
                         from: mark,
                         to: self.session.mark(),
+                        rows: 1,
                     }
                 } else {
                     Pending::Other
@@ -270,10 +305,22 @@ impl Conn {
                 self.ensure_txn()?;
                 let mark = self.session.mark();
                 let key = self.operand(&key, params).unwrap_or_default();
-                let t = self.tables[table].clone();
-                // The row is gone: every column reads as absent (no row) until written again.
-                for c in t.cols.iter().filter(|c| **c != t.pk) {
-                    self.session.op("w", &key_of(&t, &key, c), None, None)?;
+                self.log_delete(table, &key)?;
+                if !self.explicit {
+                    self.autocommit_sent = true;
+                }
+                Pending::Write {
+                    from: mark,
+                    to: self.session.mark(),
+                    rows: 1,
+                }
+            }
+            Stmt::UpdateIn { table, keys, cols } => {
+                self.ensure_txn()?;
+                let mark = self.session.mark();
+                let keys = self.distinct(&keys, params);
+                for key in &keys {
+                    self.log_row_of(table, key, &cols, params)?;
                 }
                 if !self.explicit {
                     self.autocommit_sent = true;
@@ -281,6 +328,23 @@ impl Conn {
                 Pending::Write {
                     from: mark,
                     to: self.session.mark(),
+                    rows: keys.len() as u64,
+                }
+            }
+            Stmt::DeleteIn { table, keys } => {
+                self.ensure_txn()?;
+                let mark = self.session.mark();
+                let keys = self.distinct(&keys, params);
+                for key in &keys {
+                    self.log_delete(table, key)?;
+                }
+                if !self.explicit {
+                    self.autocommit_sent = true;
+                }
+                Pending::Write {
+                    from: mark,
+                    to: self.session.mark(),
+                    rows: keys.len() as u64,
                 }
             }
             Stmt::Select { table, key } => {
@@ -294,12 +358,7 @@ impl Conn {
             }
             Stmt::SelectIn { table, keys } => {
                 self.ensure_txn()?;
-                let mut keys: Vec<Vec<u8>> = keys
-                    .iter()
-                    .map(|k| self.operand(k, params).unwrap_or_default())
-                    .collect();
-                keys.sort();
-                keys.dedup();
+                let keys = self.distinct(&keys, params);
                 Pending::SelectIn {
                     table,
                     seen: vec![false; keys.len()],

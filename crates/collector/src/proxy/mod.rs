@@ -1,7 +1,7 @@
 //! `krait proxy`: a PostgreSQL wire-protocol proxy that records the transactions of an
 //! unmodified application. The application connects to the proxy instead of the database;
 //! every byte is forwarded unchanged, and on the declared tables (`--table accounts:id`) the
-//! single-row statements by primary key are recorded as reads and writes of `TABLE/KEY/COLUMN`
+//! statements by primary key (one key or a list) are recorded as reads and writes of `TABLE/KEY/COLUMN`
 //! (values as the database prints them, hashed: the history has repeated values wherever the
 //! application writes one value twice, which the checker handles). Each client connection is
 //! a session. At start the declared tables' rows are recorded as the `initial` session's one
@@ -12,7 +12,7 @@
 //! its query, by the extended one its Parse; the returned row, and the row description a
 //! Describe then gives, are kept from the client, which sees the replies it asked for) and
 //! recorded as a read of the old value and a write of the new one. Not recorded (counted, and
-//! named on stderr): other statements on the declared tables (DELETE, range reads). A history
+//! named on stderr): other statements on the declared tables (ranges, joins, aggregates). A history
 //! missing them can be wrong, so the count is part of the proxy's report.
 
 mod conn;

@@ -53,6 +53,19 @@ pub(crate) enum Stmt {
         delta: Operand,
         minus: bool,
     },
+    /// `UPDATE t SET c = v, … WHERE pk IN (keys)`: [`Stmt::Write`] of each listed row that
+    /// exists; the reply counts the rows matched but not which, so a count short of the list
+    /// is noted.
+    UpdateIn {
+        table: usize,
+        keys: Vec<Operand>,
+        cols: Vec<(String, Operand)>,
+    },
+    /// `DELETE FROM t WHERE pk IN (keys)`: [`Stmt::Delete`] of each listed row, as `UpdateIn`.
+    DeleteIn {
+        table: usize,
+        keys: Vec<Operand>,
+    },
     /// `DELETE FROM t WHERE pk = key`: every column of the row becomes absent.
     Delete {
         table: usize,
@@ -245,7 +258,8 @@ fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
     p.done().then_some(key)
 }
 
-/// `WHERE pk = v` or `WHERE pk IN (v, …)` at the end of a SELECT, with locking clauses after.
+/// `WHERE pk = v` or `WHERE pk IN (v, …)` at the end of a statement (with locking clauses
+/// after a SELECT).
 fn where_keys(p: &mut P, pk: &str) -> Option<Vec<Operand>> {
     let at = p.i;
     if let Some(k) = where_pk(p, pk, true) {
@@ -419,13 +433,17 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
             break;
         }
     }
-    let key = where_pk(p, &tables[table].pk, false)?;
+    let mut keys = where_keys(p, &tables[table].pk)?;
     cols.retain(|(c, _)| *c != tables[table].pk);
-    Some(Stmt::Write {
-        table,
-        key,
-        cols,
-        update: true,
+    Some(if keys.len() == 1 {
+        Stmt::Write {
+            table,
+            key: keys.remove(0),
+            cols,
+            update: true,
+        }
+    } else {
+        Stmt::UpdateIn { table, keys, cols }
     })
 }
 
@@ -438,8 +456,15 @@ fn delete(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     if tables[table].cols.is_empty() {
         return None;
     }
-    let key = where_pk(p, &tables[table].pk, false)?;
-    Some(Stmt::Delete { table, key })
+    let mut keys = where_keys(p, &tables[table].pk)?;
+    Some(if keys.len() == 1 {
+        Stmt::Delete {
+            table,
+            key: keys.remove(0),
+        }
+    } else {
+        Stmt::DeleteIn { table, keys }
+    })
 }
 
 fn insert(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {

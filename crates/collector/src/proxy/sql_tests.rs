@@ -101,6 +101,29 @@ fn statements_by_primary_key_are_recognized() {
             ]
         }
     );
+    assert_eq!(
+        classify("UPDATE accounts SET balance = $1 WHERE id IN ($2, 4)", &tb),
+        Stmt::UpdateIn {
+            table: 0,
+            keys: vec![Operand::Param(1), c("4")],
+            cols: vec![("balance".into(), Operand::Param(0))]
+        }
+    );
+    assert_eq!(
+        classify("delete from accounts where id in (1, 2)", &tb),
+        Stmt::DeleteIn {
+            table: 0,
+            keys: vec![c("1"), c("2")]
+        }
+    );
+    // An increment by a list of keys needs a RETURNING of each row: not recorded.
+    assert!(matches!(
+        classify(
+            "UPDATE accounts SET balance = balance + 1 WHERE id IN (1, 2)",
+            &tb
+        ),
+        Stmt::Unrecorded(_)
+    ));
     // A tuple of another width is not an INSERT the proxy can read.
     assert!(matches!(
         classify(

@@ -271,24 +271,34 @@ impl Conn {
                     match self.queue.front() {
                         // "UPDATE 0", "DELETE 0": the row was not there.
                         Some(Reply::Exec {
-                            what: Pending::Write { from, to },
+                            what: Pending::Write { from, to, .. },
                             ..
                         }) if self.last_tag.rsplit(' ').next() == Some("0") => {
                             let (from, to) = (*from, *to);
                             self.did_not_happen(from, to);
                         }
-                        // A declared key that is not unique: rows were written that the
-                        // history does not hold.
+                        // More rows than keys: a declared key that is not unique, rows were
+                        // written that the history does not hold. Fewer (some listed keys had
+                        // no row): the reply does not say which, and the history holds writes
+                        // of them all.
                         Some(Reply::Exec {
-                            what: Pending::Write { .. },
+                            what: Pending::Write { rows, .. },
                             ..
                         }) => {
+                            let rows = *rows;
                             let n = self.last_tag.rsplit(' ').next().unwrap_or("");
-                            if n.parse::<u64>().is_ok_and(|n| n > 1) {
-                                let why = format!(
+                            let why = match n.parse::<u64>() {
+                                Ok(n) if n > rows => Some(format!(
                                     "{} by a declared key matched {n} rows: the declared key is not unique, and the history holds one row's writes",
                                     self.last_tag
-                                );
+                                )),
+                                Ok(n) if n < rows => Some(format!(
+                                    "{} by a list of {rows} keys matched {n} rows, not saying which: the history holds writes of all {rows}",
+                                    self.last_tag
+                                )),
+                                _ => None,
+                            };
+                            if let Some(why) = why {
                                 self.unrecorded += 1;
                                 self.notes.add(
                                     self.session.name(),
