@@ -7,21 +7,9 @@
 
 use crate::common;
 
-use common::proxy::{committed_writes, verdict, with_proxy};
+use common::proxy::{committed_writes, kv_db, verdict, with_proxy};
 use krait_checker::Level;
 use krait_history::{History, OpKind, TxnStatus};
-
-/// A database of its own with table `kv (k INT PRIMARY KEY, v TEXT)` holding row (1, 'a').
-fn kv_db(name: &str) -> Option<common::TempDb> {
-    let db = common::TempDb::new("KRAIT_PG_URL", name)?;
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
-    Some(db)
-}
 
 /// Reads of `key` by committed transactions other than the proxy's load: (of a row, of no row).
 fn committed_reads(h: &History, key: &str) -> (usize, usize) {

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::proxy::{committed_writes, free_port, tmp, verdict, with_proxy_tls};
+use common::proxy::{committed_writes, free_port, kv_db, tmp, verdict, with_proxy_tls};
 use krait_checker::Level;
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,18 +52,12 @@ fn tls_url(db: &common::TempDb, host: &str, mode: &str) -> String {
 
 #[test]
 fn the_hop_to_a_tls_database_is_encrypted_and_the_history_recorded() {
-    let Some(db) = common::TempDb::new("KRAIT_PG_URL", "proxy_tls") else {
+    let Some(db) = kv_db("proxy_tls") else {
         return;
     };
     let Some(cert) = server_cert(&db) else {
         return;
     };
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
     // `localhost`: the name the certificate holds.
     let upstream = tls_url(&db, "localhost", "require");
     let (ssl, l, report) = with_proxy_tls(

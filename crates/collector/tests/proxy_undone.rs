@@ -6,21 +6,8 @@
 
 use crate::common;
 
-use common::proxy::{committed_writes, verdict, with_proxy};
+use common::proxy::{committed_writes, kv_db, verdict, with_proxy};
 use krait_checker::Level;
-
-/// A database of its own (None: no KRAIT_PG_URL, said skipped) with table `kv (k INT PRIMARY
-/// KEY, v TEXT)` holding row (1, 'a').
-fn kv_db(name: &str) -> Option<common::TempDb> {
-    let db = common::TempDb::new("KRAIT_PG_URL", name)?;
-    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    admin
-        .batch_execute(
-            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
-        )
-        .unwrap();
-    Some(db)
-}
 
 /// An UPDATE or DELETE by key that matches no row writes nothing: the proxy logs its writes
 /// before the statement goes out, so it takes them back when the reply says 0 rows (or, in an

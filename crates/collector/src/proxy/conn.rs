@@ -175,6 +175,34 @@ impl Conn {
         }
     }
 
+    /// An UPDATE (`cols`) or DELETE (None) of the rows a list of keys names: their writes
+    /// logged, what its reply will say to check.
+    fn write_rows(
+        &mut self,
+        table: usize,
+        keys: &[Operand],
+        cols: Option<&[(String, Operand)]>,
+        params: &[Option<Vec<u8>>],
+    ) -> io::Result<Pending> {
+        self.ensure_txn()?;
+        let mark = self.session.mark();
+        let keys = self.distinct(keys, params);
+        for key in &keys {
+            match cols {
+                Some(cols) => self.log_row_of(table, key, cols, params)?,
+                None => self.log_delete(table, key)?,
+            }
+        }
+        if !self.explicit {
+            self.autocommit_sent = true;
+        }
+        Ok(Pending::Write {
+            from: mark,
+            to: self.session.mark(),
+            rows: keys.len() as u64,
+        })
+    }
+
     /// The distinct keys a list names (a key listed twice is one row).
     fn distinct(&self, keys: &[Operand], params: &[Option<Vec<u8>>]) -> Vec<Vec<u8>> {
         let mut keys: Vec<Vec<u8>> = keys
@@ -316,37 +344,9 @@ impl Conn {
                 }
             }
             Stmt::UpdateIn { table, keys, cols } => {
-                self.ensure_txn()?;
-                let mark = self.session.mark();
-                let keys = self.distinct(&keys, params);
-                for key in &keys {
-                    self.log_row_of(table, key, &cols, params)?;
-                }
-                if !self.explicit {
-                    self.autocommit_sent = true;
-                }
-                Pending::Write {
-                    from: mark,
-                    to: self.session.mark(),
-                    rows: keys.len() as u64,
-                }
+                self.write_rows(table, &keys, Some(&cols), params)?
             }
-            Stmt::DeleteIn { table, keys } => {
-                self.ensure_txn()?;
-                let mark = self.session.mark();
-                let keys = self.distinct(&keys, params);
-                for key in &keys {
-                    self.log_delete(table, key)?;
-                }
-                if !self.explicit {
-                    self.autocommit_sent = true;
-                }
-                Pending::Write {
-                    from: mark,
-                    to: self.session.mark(),
-                    rows: keys.len() as u64,
-                }
-            }
+            Stmt::DeleteIn { table, keys } => self.write_rows(table, &keys, None, params)?,
             Stmt::Select { table, key } => {
                 self.ensure_txn()?;
                 let key = self.operand(&key, params).unwrap_or_default();

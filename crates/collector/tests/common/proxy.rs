@@ -129,3 +129,16 @@ pub fn committed_writes(h: &krait_history::History, key: &str) -> usize {
         })
         .count()
 }
+
+/// A database of its own (None: no KRAIT_PG_URL, said skipped) with table `kv (k INT PRIMARY
+/// KEY, v TEXT)` holding row (1, 'a').
+pub fn kv_db(name: &str) -> Option<TempDb> {
+    let db = TempDb::new("KRAIT_PG_URL", name)?;
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE kv (k INT PRIMARY KEY, v TEXT); INSERT INTO kv VALUES (1, 'a');",
+        )
+        .unwrap();
+    Some(db)
+}
