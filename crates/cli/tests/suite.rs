@@ -14,5 +14,6 @@ mod nats;
 mod nats_watch;
 mod online_repeated;
 mod shared_data;
+mod suites;
 mod veristrong;
 mod watch_wait;
