@@ -56,7 +56,7 @@ pub(crate) fn count_versions(h: &History) -> Result<(), Finding> {
             }
         }
     }
-    if Some(true) != repeats.iter().copied().reduce(|a, b| a | b) {
+    if !repeats.contains(&true) {
         return Ok(());
     }
     let mut tally: HashMap<(u32, Val), Tally> = HashMap::new();
