@@ -28,8 +28,37 @@ struct Pending {
     ops: Vec<(OpKind, KeyId, u64)>,
     /// (op index, list) of list-append reads.
     lists: Vec<(u32, Vec<u64>)>,
-    /// (op index, the application's value) where the log has one.
-    app: Vec<(u32, String)>,
+    /// The application's values where the log has them.
+    app: AppVals,
+}
+
+/// The application's values of one record's operations: (op index, end in `text`), the texts
+/// one after another. One string a record, not one an operation: a proxy's initial state is a
+/// record of millions of them.
+#[derive(Default)]
+pub(crate) struct AppVals {
+    at: Vec<(u32, u32)>,
+    text: String,
+}
+
+impl AppVals {
+    pub(crate) fn push(&mut self, i: u32, a: &str) {
+        self.text.push_str(a);
+        self.at.push((i, self.text.len() as u32));
+    }
+    fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
+        self.at.iter().enumerate().map(|(j, &(i, end))| {
+            let start = if j == 0 { 0 } else { self.at[j - 1].1 };
+            (i, &self.text[start as usize..end as usize])
+        })
+    }
+    fn of(v: Vec<(u32, String)>) -> AppVals {
+        let mut a = AppVals::default();
+        for (i, t) in &v {
+            a.push(*i, t);
+        }
+        a
+    }
 }
 
 /// Reads a JSON Lines file.
@@ -407,7 +436,7 @@ impl Gathered {
             status,
             ops,
             lists,
-            app,
+            AppVals::of(app),
         );
         Ok(())
     }
@@ -418,7 +447,7 @@ impl Gathered {
         &mut self,
         l: &LineRef,
         mut ops: Vec<(OpKind, KeyId, u64)>,
-        app: Vec<(u32, String)>,
+        app: AppVals,
         names: &[NameRef],
         table: &mut [KeyId],
         (path, file_no, line_no): (&Path, usize, u64),
@@ -463,7 +492,7 @@ impl Gathered {
         status: TxnStatus,
         ops: Vec<(OpKind, KeyId, u64)>,
         lists: Vec<(u32, Vec<u64>)>,
-        app: Vec<(u32, String)>,
+        app: AppVals,
     ) {
         let si = match self.session_index.get(session) {
             Some(&si) => si,

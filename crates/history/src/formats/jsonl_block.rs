@@ -116,7 +116,7 @@ pub(crate) enum Item<'a> {
         line: u64,
         head: LineRef<'a>,
         ops: Vec<(OpKind, u32, u64)>,
-        app: Vec<(u32, String)>,
+        app: super::jsonl::AppVals,
     },
     /// A record serde read.
     Slow {
@@ -288,10 +288,10 @@ fn parse_piece(text: &str) -> Piece<'_> {
         match Rec::parse(t, &mut line_ops) {
             Ok(Rec::Fast(head)) => {
                 let mut ops = Vec::with_capacity(line_ops.len());
-                let mut app = Vec::new();
+                let mut app = super::jsonl::AppVals::default();
                 for (i, op) in line_ops.iter().enumerate() {
                     if let Some(a) = op.app {
-                        app.push((i as u32, a.to_string()));
+                        app.push(i as u32, a);
                     }
                     let k = keys.number(op.key, text, &mut p.names);
                     ops.push(match (op.kind, op.value) {

@@ -4,13 +4,21 @@
 
 use super::write_index::{self, Ops};
 use super::{CobraClaims, History, KeyId, OpId, OpKind, TxnId, TxnStatus};
-use crate::fxhash::FxHashMap;
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = crate::fxhash::FxHasher::default();
+    name.hash(&mut h);
+    h.finish()
+}
 
 /// Incremental construction of a [`History`], one session at a time.
 #[derive(Default)]
 pub struct HistoryBuilder {
     pub(crate) h: History,
-    key_index: FxHashMap<String, KeyId>,
+    /// Key ids by name: the names themselves are in `h.keys` (an index of its own copies
+    /// was a second allocation a key, on a proxy's millions of column keys).
+    key_index: hashbrown::HashTable<KeyId>,
     open_session: bool,
     /// Writes added by [`Self::write_deferred`], indexed together by
     /// [`Self::index_deferred_writes`].
@@ -37,12 +45,16 @@ impl HistoryBuilder {
     }
     /// The id of a key, added on first sight.
     pub fn key(&mut self, name: &str) -> KeyId {
-        if let Some(&k) = self.key_index.get(name) {
+        let hash = name_hash(name);
+        let keys = &self.h.keys;
+        if let Some(&k) = self.key_index.find(hash, |&k| keys[k as usize] == name) {
             return k;
         }
-        let k = self.h.keys.len() as KeyId;
+        let k = keys.len() as KeyId;
         self.h.keys.push(name.to_string());
-        self.key_index.insert(name.to_string(), k);
+        let keys = &self.h.keys;
+        self.key_index
+            .insert_unique(hash, k, |&k| name_hash(&keys[k as usize]));
         k
     }
     /// Adds a key the caller knows is new (a reader with its own index, such as Cobra's hashes).
