@@ -90,6 +90,13 @@ pub fn with_proxy_tls<T>(
     let (t, report) = std::thread::scope(|sc| {
         let proxy = sc.spawn(|| serve_proxy(&cfg, &stop));
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            // A proxy that failed to start fails the test with its reason, not a wait forever.
+            if proxy.is_finished() {
+                match proxy.join() {
+                    Ok(Err(e)) => panic!("the proxy did not start: {e}"),
+                    _ => panic!("the proxy ended before it listened"),
+                }
+            }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         // Stopped on the way out, panic or not: a failing client must fail the test, not
