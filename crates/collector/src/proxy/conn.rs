@@ -175,8 +175,8 @@ impl Conn {
         }
     }
 
-    /// An UPDATE (`cols`) or DELETE (None) of the rows a list of keys names: their writes
-    /// logged, what its reply will say to check.
+    /// An UPDATE or INSERT (`cols`) or a DELETE (None) of the rows a list of keys names: their
+    /// writes logged, what its reply will say to check.
     fn write_rows(
         &mut self,
         table: usize,
@@ -189,7 +189,7 @@ impl Conn {
         let keys = self.distinct(keys, params);
         for key in &keys {
             match cols {
-                Some(cols) => self.log_row_of(table, key, cols, params)?,
+                Some(cols) => self.log_row(table, key, cols, params)?,
                 None => self.log_delete(table, key)?,
             }
         }
@@ -203,7 +203,7 @@ impl Conn {
         })
     }
 
-    /// The distinct keys a list names (a key listed twice is one row).
+    /// The distinct keys a list names, sorted (a key listed twice is one row).
     fn distinct(&self, keys: &[Operand], params: &[Option<Vec<u8>>]) -> Vec<Vec<u8>> {
         let mut keys: Vec<Vec<u8>> = keys
             .iter()
@@ -226,18 +226,6 @@ impl Conn {
 
     /// Logs the writes of columns `cols` of row `key` of `table`.
     fn log_row(
-        &mut self,
-        table: usize,
-        key: &Operand,
-        cols: &[(String, Operand)],
-        params: &[Option<Vec<u8>>],
-    ) -> io::Result<()> {
-        let key = self.operand(key, params).unwrap_or_default();
-        self.log_row_of(table, &key, cols, params)
-    }
-
-    /// [`Conn::log_row`] of a key already evaluated.
-    fn log_row_of(
         &mut self,
         table: usize,
         key: &[u8],
@@ -300,7 +288,8 @@ impl Conn {
             Stmt::InsertRows { table, rows } => {
                 self.ensure_txn()?;
                 for (key, cols) in &rows {
-                    self.log_row(table, key, cols, params)?;
+                    let key = self.operand(key, params).unwrap_or_default();
+                    self.log_row(table, &key, cols, params)?;
                 }
                 if !self.explicit {
                     self.autocommit_sent = true;
@@ -313,36 +302,15 @@ impl Conn {
                 cols,
                 update,
             } => {
-                self.ensure_txn()?;
-                let mark = self.session.mark();
-                self.log_row(table, &key, &cols, params)?;
-                if !self.explicit {
-                    self.autocommit_sent = true;
-                }
+                let w = self.write_rows(table, &[key], Some(&cols), params)?;
+                // An INSERT writes its row or fails: there is no count to look at.
                 if update {
-                    Pending::Write {
-                        from: mark,
-                        to: self.session.mark(),
-                        rows: 1,
-                    }
+                    w
                 } else {
                     Pending::Other
                 }
             }
-            Stmt::Delete { table, key } => {
-                self.ensure_txn()?;
-                let mark = self.session.mark();
-                let key = self.operand(&key, params).unwrap_or_default();
-                self.log_delete(table, &key)?;
-                if !self.explicit {
-                    self.autocommit_sent = true;
-                }
-                Pending::Write {
-                    from: mark,
-                    to: self.session.mark(),
-                    rows: 1,
-                }
-            }
+            Stmt::Delete { table, key } => self.write_rows(table, &[key], None, params)?,
             Stmt::UpdateIn { table, keys, cols } => {
                 self.write_rows(table, &keys, Some(&cols), params)?
             }

@@ -243,26 +243,30 @@ fn table_of(tables: &[TableSpec], name: &str) -> Option<usize> {
     tables.iter().position(|t| t.name == name)
 }
 
-/// `WHERE pk = v` at the end of a statement (with `FOR UPDATE`-style locking clauses after a
-/// SELECT).
-fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
-    if !(p.word("where") && p.name()? == pk && p.punct('=')) {
-        return None;
-    }
-    let key = p.operand()?;
+/// The end of a statement, past `FOR UPDATE`-style locking clauses where they may stand (after
+/// a SELECT).
+fn at_end(p: &mut P, locking: bool) -> bool {
     if locking && p.word("for") {
         while matches!(p.peek(), Some(Tok::Word(_))) {
             p.i += 1;
         }
     }
-    p.done().then_some(key)
+    p.done()
 }
 
-/// `WHERE pk = v` or `WHERE pk IN (v, …)` at the end of a statement (with locking clauses
-/// after a SELECT).
-fn where_keys(p: &mut P, pk: &str) -> Option<Vec<Operand>> {
+/// `WHERE pk = v` at the end of a statement.
+fn where_pk(p: &mut P, pk: &str, locking: bool) -> Option<Operand> {
+    if !(p.word("where") && p.name()? == pk && p.punct('=')) {
+        return None;
+    }
+    let key = p.operand()?;
+    at_end(p, locking).then_some(key)
+}
+
+/// `WHERE pk = v` or `WHERE pk IN (v, …)` at the end of a statement.
+fn where_keys(p: &mut P, pk: &str, locking: bool) -> Option<Vec<Operand>> {
     let at = p.i;
-    if let Some(k) = where_pk(p, pk, true) {
+    if let Some(k) = where_pk(p, pk, locking) {
         return Some(vec![k]);
     }
     p.i = at;
@@ -276,15 +280,7 @@ fn where_keys(p: &mut P, pk: &str) -> Option<Vec<Operand>> {
             break;
         }
     }
-    if !p.punct(')') {
-        return None;
-    }
-    if p.word("for") {
-        while matches!(p.peek(), Some(Tok::Word(_))) {
-            p.i += 1;
-        }
-    }
-    p.done().then_some(keys)
+    (p.punct(')') && at_end(p, locking)).then_some(keys)
 }
 
 /// What each statement of `sql` is (a simple query may hold several, separated by `;`, which
@@ -386,7 +382,7 @@ fn select(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
         return None;
     }
     let table = table_of(tables, &p.name()?)?;
-    let mut keys = where_keys(p, &tables[table].pk)?;
+    let mut keys = where_keys(p, &tables[table].pk, true)?;
     Some(if keys.len() == 1 {
         Stmt::Select {
             table,
@@ -433,7 +429,7 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
             break;
         }
     }
-    let mut keys = where_keys(p, &tables[table].pk)?;
+    let mut keys = where_keys(p, &tables[table].pk, false)?;
     cols.retain(|(c, _)| *c != tables[table].pk);
     Some(if keys.len() == 1 {
         Stmt::Write {
@@ -456,7 +452,7 @@ fn delete(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
     if tables[table].cols.is_empty() {
         return None;
     }
-    let mut keys = where_keys(p, &tables[table].pk)?;
+    let mut keys = where_keys(p, &tables[table].pk, false)?;
     Some(if keys.len() == 1 {
         Stmt::Delete {
             table,

@@ -93,7 +93,8 @@ impl Conn {
         else {
             return Ok(());
         };
-        let at = key.and_then(|k| keys.iter().position(|x| *x == k));
+        // The keys are sorted (`Conn::distinct`).
+        let at = key.and_then(|k| keys.binary_search(&k).ok());
         let Some(at) = at else {
             *unnamed = true;
             return Ok(());
