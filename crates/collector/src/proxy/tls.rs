@@ -20,7 +20,6 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
 /// How to reach the upstream over TLS.
-#[derive(Clone)]
 pub(crate) struct UpstreamTls {
     pub config: Arc<rustls::ClientConfig>,
     server: ServerName<'static>,
