@@ -81,6 +81,11 @@ pub struct Options {
     /// Serializability: form no constraint between two single-write chains nobody reads (no
     /// read can tell their order, so any acyclic choice of the rest places them).
     pub skip_unobserved: bool,
+    /// Serializability, with pruning: where the known graph leads from a write through the
+    /// next writes of its key, pair it only with the first of them it is known to precede,
+    /// not with every later one (each of those pairs would be decided the same way, and adds
+    /// nothing the first does not imply).
+    pub pair_by_heads: bool,
     /// Weak levels on histories whose values repeat: check serializability first; where it
     /// holds, so does every weaker level (some choice of each read's writer is serializable,
     /// and that choice satisfies them all), and the ways the reads could be explained are not
@@ -148,6 +153,7 @@ impl Default for Options {
             coalesce: true,
             prune: true,
             skip_unobserved: true,
+            pair_by_heads: true,
             thin_edges: true,
             count_versions: true,
             weak_ser_first: true,

@@ -43,6 +43,9 @@ pub struct CheckStats {
     pub realtime_edges: usize,
     /// Either/or constraints before pruning.
     pub constraints: usize,
+    /// Of `constraints`, those formed and tested: the rest are pairs the known graph already
+    /// orders, or whose order the pairs formed imply (`Built::pair_chains`).
+    pub constraints_formed: usize,
     /// Constraints left to the solver.
     pub constraints_after_prune: usize,
     /// Pruning passes run.

@@ -24,7 +24,7 @@ fn contended(read_only: f64, fractured: f64, seed: u64) -> History {
 
 fn all_combinations() -> Vec<(String, Options)> {
     let mut v = Vec::new();
-    for bits in 0..16u32 {
+    for bits in 0..32u32 {
         let on = |i: u32| bits & (1 << i) != 0;
         let o = Options {
             solver_lazy: on(0),
@@ -32,16 +32,18 @@ fn all_combinations() -> Vec<(String, Options)> {
             thin_edges: on(2),
             prune_search_few: on(2),
             prune: on(3),
+            pair_by_heads: on(4),
             want_order: true,
             ..Options::default()
         };
         v.push((
             format!(
-                "lazy={} skip_unobserved={} thin_edges={} prune={}",
+                "lazy={} skip_unobserved={} thin_edges={} prune={} pair_by_heads={}",
                 on(0),
                 on(1),
                 on(2),
-                on(3)
+                on(3),
+                on(4)
             ),
             o,
         ));

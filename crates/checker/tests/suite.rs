@@ -13,6 +13,7 @@ mod online_causal;
 mod online_repeated;
 mod online_si;
 mod oracle;
+mod read_heavy;
 mod repeated_timed;
 mod session_order;
 mod snapshot_isolation;

@@ -287,8 +287,8 @@ pub fn report_text(r: &Report, timings: bool) -> String {
     if s.txns_checked > 0 {
         let _ = writeln!(
             out,
-            "\nchecked {} transactions: {} constraints, {} after pruning ({} rounds), {} solver components, {} conflicts",
-            s.txns_checked, s.constraints, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
+            "\nchecked {} transactions: {} constraints ({} formed), {} after pruning ({} rounds), {} solver components, {} conflicts",
+            s.txns_checked, s.constraints, s.constraints_formed, s.constraints_after_prune, s.prune_rounds, s.components, s.conflicts
         );
     }
     if s.ambiguous_reads > 0 {

@@ -259,12 +259,24 @@ impl Built {
     /// the other edges allow, placing them as a topological order of it has them keeps every
     /// cycle out. Satisfiability, and so the verdict, is unchanged; on write-heavy histories
     /// these are most pairs.
-    pub fn pair_chains(
+    ///
+    /// With `reaches` (the known graph's reachability, serializability only), a chain whose
+    /// head already leads to a later chain's head or gate is *forced* before it: the other
+    /// order closes a cycle. Such a pair is still formed (pruning decides it and adds its
+    /// edge), but the earlier chain's pairs with the chains the later one's head leads to are
+    /// left out: in every acyclic choice its gate precedes them through that head, so their
+    /// constraints add nothing. On read-heavy keys,
+    /// whose versions' readers the known graph does not yet place before the next write but
+    /// whose writes it does order, this forms one constraint per version instead of one per
+    /// pair of versions.
+    pub fn pair_chains<R: Fn(Node, Node) -> bool + Sync>(
         &mut self,
         before: impl Fn(&ChainRec, &ChainRec) -> bool + Sync,
         pos: Option<&[u32]>,
         skip_unobserved: bool,
+        reaches: Option<R>,
     ) {
+        let reaches = reaches.filter(|_| !self.split);
         let skip_unobserved = skip_unobserved && !self.split;
         // A single write nobody reads: its gate is itself.
         let lone = |a: &ChainRec| skip_unobserved && a.head == a.gate;
@@ -288,6 +300,20 @@ impl Built {
                 let mut idx: Vec<u32> = (a..b).collect();
                 idx.sort_unstable_by_key(|&i| pos[recs[i as usize].head as usize]);
                 let n = idx.len();
+                let head = |x: usize| recs[idx[x] as usize].head;
+                // heads_on[x]: the known graph leads from the head at x through the head of
+                // every chain after it.
+                let mut heads_on = vec![false; n];
+                if let Some(r) = &reaches {
+                    heads_on[n - 1] = true;
+                    for x in (0..n - 1).rev() {
+                        heads_on[x] = heads_on[x + 1] && r(head(x), head(x + 1));
+                    }
+                }
+                let reach = |u: Node, v: Node| reaches.as_ref().is_some_and(|r| r(u, v));
+                let forced =
+                    |x: &ChainRec, y: &ChainRec| reach(x.head, y.head) || reach(x.head, y.gate);
+                let mut via: Vec<Node> = Vec::new();
                 // all_after[x]: the chain at x precedes every chain after it in this order.
                 let mut all_after = vec![false; n];
                 // A lone chain's partners are the chains someone reads after it; any other
@@ -307,12 +333,22 @@ impl Built {
                     } else {
                         &every[x + 1..]
                     };
+                    // Heads of the chains x was forced before: x precedes what they lead to.
+                    via.clear();
                     for &y in partners {
                         let cj = &recs[idx[y] as usize];
                         if before(ci, cj) {
                             if all_after[y] {
                                 break;
                             }
+                        } else if via.iter().any(|&h| reach(h, cj.head)) {
+                            continue;
+                        } else if forced(ci, cj) {
+                            out.push((idx[x].min(idx[y]), idx[x].max(idx[y])));
+                            if heads_on[y] || all_after[y] {
+                                break;
+                            }
+                            via.push(cj.head);
                         } else if !before(cj, ci) {
                             let (i, j) = (idx[x].min(idx[y]), idx[x].max(idx[y]));
                             out.push((i, j));

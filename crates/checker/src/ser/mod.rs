@@ -92,6 +92,7 @@ pub(crate) fn decide(
     let pruned = prune::prune(b, opts, stats);
     stats.nodes = b.num_nodes;
     stats.known_edges = b.edges.len();
+    stats.constraints_formed = b.constraints.len();
     timings.prune = t.elapsed();
     let remaining = match pruned {
         Ok(r) => r,

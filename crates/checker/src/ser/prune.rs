@@ -12,6 +12,9 @@ use rayon::prelude::*;
 /// (`Options::prune_search_few`).
 const FEW: usize = 64;
 
+/// Pairs formed without the known graph's reachability.
+const NO_REACH: Option<fn(graph::Node, graph::Node) -> bool> = None;
+
 /// Marks a decision whose chosen side the known graph already implies.
 const IMPLIED: u8 = 4;
 
@@ -79,7 +82,7 @@ pub(super) fn prune(
         };
         acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
-            b.pair_chains(|_, _| false, None, opts.skip_unobserved);
+            b.pair_chains(|_, _| false, None, opts.skip_unobserved, NO_REACH);
             super::dup::expand(b, None)?;
             remaining = (0..b.constraints.len() as u32).collect();
             break;
@@ -130,6 +133,7 @@ pub(super) fn prune(
                 },
                 Some(&topo_pos),
                 opts.skip_unobserved,
+                opts.pair_by_heads.then_some(|x, y| ctx.reaches(x, y)),
             );
             remaining.extend(before..b.constraints.len() as u32);
         }
@@ -251,7 +255,7 @@ pub(super) fn prune(
     // A round limit can stop pruning before pairs were formed: they are all constraints then.
     if !b.chain_keys.is_empty() {
         let before = b.constraints.len() as u32;
-        b.pair_chains(|_, _| false, None, opts.skip_unobserved);
+        b.pair_chains(|_, _| false, None, opts.skip_unobserved, NO_REACH);
         remaining.extend(before..b.constraints.len() as u32);
     }
     if !b.dup_pending.is_empty() {

@@ -266,7 +266,8 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                 ] {
                     let name = format!(
                         "combine={combine} coalesce={coalesce} prune={prune} \
-                         skip_unobserved={skip_unobserved} solver={sname}"
+                         skip_unobserved={skip_unobserved} (and pair_by_heads, thin_edges, \
+                         prune_search_few) solver={sname}"
                     );
                     v.push((
                         name,
@@ -275,6 +276,7 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                             coalesce,
                             prune,
                             skip_unobserved,
+                            pair_by_heads: skip_unobserved,
                             thin_edges: skip_unobserved,
                             prune_search_few: skip_unobserved,
                             count_versions: coalesce,

@@ -63,6 +63,10 @@ pub struct CheckFlags {
     /// chains nobody reads get none: no read can tell their order).
     #[arg(long)]
     pub(crate) no_skip_unobserved: bool,
+    /// Pair each write with every later write of its key (by default, where the known graph
+    /// leads from a write through the next ones, it is paired only with the first it precedes).
+    #[arg(long)]
+    pub(crate) no_pair_by_heads: bool,
     /// Add every edge pruning decides (by default, of one pass's edges those another implies
     /// through a session are left out; reachability is the same).
     #[arg(long)]
@@ -192,6 +196,7 @@ impl Default for CheckFlags {
             no_coalesce: false,
             no_prune: false,
             no_skip_unobserved: false,
+            no_pair_by_heads: false,
             no_thin_edges: false,
             no_prune_search_few: false,
             no_weak_ser_first: false,
@@ -311,6 +316,7 @@ impl CheckArgs {
             coalesce: !self.no_coalesce,
             prune: !self.no_prune,
             skip_unobserved: !self.no_skip_unobserved,
+            pair_by_heads: !self.no_pair_by_heads,
             thin_edges: !self.no_thin_edges,
             prune_search_few: !self.no_prune_search_few,
             weak_ser_first: !self.no_weak_ser_first,
