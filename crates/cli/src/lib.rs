@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod cmd;
 pub mod exit;
 pub mod memory;

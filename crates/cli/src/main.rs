@@ -9,6 +9,9 @@ use krait_cli::cmd::{
 use krait_cli::exit;
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOC: krait_cli::alloc::HugePages = krait_cli::alloc::HugePages;
+
 #[derive(Parser)]
 #[command(
     name = "krait",
@@ -48,6 +51,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    krait_cli::alloc::configure();
     // Output piped into `head` and the like: stop quietly when the reader goes away, as Unix
     // tools do, instead of panicking on a failed print.
     #[cfg(unix)]
