@@ -69,16 +69,28 @@ pub(super) fn prune(
             && b.dup_pending.is_empty()
             && b.choices.is_empty();
         let ordered = order_at.is_some() && acyclic_at == (b.edges.len(), b.num_nodes);
-        let (csr, more) = match csr_at.take() {
-            Some((c, m)) if few && ordered && c.start.len() == b.num_nodes + 1 => {
-                let more = Csr::build(b.num_nodes, &b.edges[m..], false);
-                (c, Some((more, m)))
-            }
-            _ => (Csr::build(b.num_nodes, &b.edges, false), None),
-        };
+        // A pass of few searches, and the last pass (which only asks whether the graph is
+        // acyclic), look at the graph built before and at the edges added since, not at a new
+        // copy of it all.
+        let extend = opts.prune && (few || done);
+        // Gate predecessors change only with edges into gates.
+        let preds_kept = matches!(&preds_at, Some((_, m, n))
+            if *n == b.num_nodes && b.edges[*m..].iter().all(|&(_, v)| v < b.first_gate));
+        let bref: &Built = b;
+        let ((csr, more), fresh_preds) = rayon::join(
+            || match csr_at.take() {
+                Some((c, m)) if extend && c.start.len() == bref.num_nodes + 1 => {
+                    let more = Csr::build(bref.num_nodes, &bref.edges[m..], false);
+                    (c, Some((more, m)))
+                }
+                _ => (Csr::build(bref.num_nodes, &bref.edges, false), None),
+            },
+            || (opts.prune && !done && !preds_kept).then(|| gate_preds(bref)),
+        );
         let order = match order_at.take() {
             Some(o) if ordered => o,
-            _ => graph::topo_order(b.num_nodes, &csr).map_err(|_| Pruned::Cycle)?,
+            _ => graph::topo_order_with(b.num_nodes, &csr, more.as_ref().map(|m| &m.0))
+                .map_err(|_| Pruned::Cycle)?,
         };
         acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
@@ -91,13 +103,9 @@ pub(super) fn prune(
             break;
         }
         round += 1;
-        let preds = match preds_at.take() {
-            Some((p, m, n))
-                if n == b.num_nodes && b.edges[m..].iter().all(|&(_, v)| v < b.first_gate) =>
-            {
-                p
-            }
-            _ => gate_preds(b),
+        let preds = match (fresh_preds, preds_at.take()) {
+            (Some(p), _) | (None, Some((p, _, _))) => p,
+            (None, None) => unreachable!("gate predecessors are built unless kept"),
         };
         let preds_of = (b.edges.len(), b.num_nodes);
         let mut topo_pos = vec![0u32; b.num_nodes];
