@@ -6,7 +6,7 @@
 //! decided over a graph whose transactions are split into snapshot and commit (`graph::split`),
 //! which `graph::build` lays out. A level of another kind adds its module and its arms here.
 
-use crate::graph::{self, Built, EdgeKind, Label, Node};
+use crate::graph::{self, Built, EdgeKind, Label, Node, Spare};
 use crate::report::MatchedRead;
 use crate::ser::{self, Decided};
 use crate::{cert, realtime, CheckError, CheckStats, Options, Report, Timings, Verdict};
@@ -181,7 +181,7 @@ fn run_once(
     let t1 = Instant::now();
     let mut committed_unknown = carried.map_or(Vec::new(), |c| c.committed_unknown.clone());
     committed_unknown.extend_from_slice(also_committed);
-    let mut b = match build_graph(h, &mut r, &opts, &committed_unknown, false) {
+    let mut b = match build_graph(h, &mut r, &opts, &committed_unknown, Spare::new(false)) {
         Ok(b) => b,
         Err(finding) => {
             timings.graph = t1.elapsed();
@@ -213,9 +213,16 @@ fn run_once(
     };
     // A certificate's time counts from here: it needs the edges the build left out.
     let t = Instant::now();
+    // The certificate of a cycle of the known graph needs only the edges inside its cyclic
+    // components: on a read-heavy graph, thousands of its millions.
+    let cyclic = matches!(decided, Decided::Cycle).then(|| cert::Cyclic::of(&b));
     if !matches!(decided, Decided::Accept { .. }) {
         if b.spare.left_out > 0 {
-            b.spare.edges = left_out_edges(h, &mut r, &opts, &committed_unknown);
+            let keep = match &cyclic {
+                Some(c) => Spare::only(std::sync::Arc::new(c.nodes())),
+                None => Spare::new(true),
+            };
+            b.spare.edges = left_out_edges(h, &mut r, &opts, &committed_unknown, keep);
         }
         b.restore_spare();
     }
@@ -260,7 +267,13 @@ fn run_once(
         }
         Decided::Cycle => {
             let more = opts.max_anomalies.saturating_sub(1);
-            let (first, more) = cert::cycle_certificates(h, &r, &b, more);
+            let (first, more) = cert::cycle_certificates(
+                h,
+                &r,
+                &b,
+                cyclic.as_ref().expect("made for a cycle"),
+                more,
+            );
             also = more;
             (verdict(first), None, Vec::new(), None)
         }
@@ -304,9 +317,9 @@ fn build_graph(
     r: &mut Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
-    keep_spare: bool,
+    spare: Spare,
 ) -> Result<Built, crate::findings::Finding> {
-    let (mut b, mut facts) = graph::build(h, r, opts, committed_unknown, keep_spare)?;
+    let (mut b, mut facts) = graph::build(h, r, opts, committed_unknown, spare)?;
     for (op, w) in std::mem::take(&mut facts.resolved) {
         r.read_from[op as usize] = w;
     }
@@ -334,6 +347,7 @@ fn left_out_edges(
     r: &mut Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
+    keep: Spare,
 ) -> Vec<(Node, Node, Label)> {
     let mut fresh = None;
     // Without ambiguous reads the build writes nothing into the resolution.
@@ -344,7 +358,7 @@ fn left_out_edges(
     };
     // The first build of the same history succeeded, so this one does; were it not to, the
     // certificate would still hold, its steps shown through session detours.
-    build_graph(h, r, opts, committed_unknown, true).map_or_else(|_| Vec::new(), |b| b.spare.edges)
+    build_graph(h, r, opts, committed_unknown, keep).map_or_else(|_| Vec::new(), |b| b.spare.edges)
 }
 
 /// The writer each ambiguous read was matched to, in the reader's op order.

@@ -132,17 +132,78 @@ fn smallest_cycle(
     Comps::of(b, csr).smallest(csr, cost, max_starts)
 }
 
+/// The edges of `b` that a filter keeps, as a graph of their own: `ids` maps its edge indices
+/// back to `b`'s.
+struct Sub {
+    ids: Vec<u32>,
+    csr: Csr,
+}
+
+impl Sub {
+    fn of(b: &Built, keep: impl Fn(u32) -> bool) -> Sub {
+        let ids: Vec<u32> = (0..b.edges.len() as u32).filter(|&e| keep(e)).collect();
+        let csr = Csr::build_from(b.num_nodes, || ids.iter().map(|&e| b.edges[e as usize]));
+        Sub { ids, csr }
+    }
+
+    /// `b`'s indices of the sub-graph's edges `cyc`.
+    fn to_b(&self, cyc: Vec<u32>) -> Vec<u32> {
+        cyc.into_iter().map(|e| self.ids[e as usize]).collect()
+    }
+}
+
 /// The same over the edges of `b` that `keep` keeps; edge indices are `b`'s.
 fn smallest_cycle_among(
     b: &Built,
     keep: impl Fn(u32) -> bool,
     cost: impl Fn(u32) -> (graph::Cost, bool),
 ) -> Option<Vec<u32>> {
-    let ids: Vec<u32> = (0..b.edges.len() as u32).filter(|&e| keep(e)).collect();
-    let kept: Vec<(Node, Node)> = ids.iter().map(|&e| b.edges[e as usize]).collect();
-    let sub = Csr::build(b.num_nodes, &kept, false);
-    let cyc = smallest_cycle(b, &sub, |e| cost(ids[e as usize]), 64)?;
-    Some(cyc.into_iter().map(|e| ids[e as usize]).collect())
+    let sub = Sub::of(b, keep);
+    let cyc = smallest_cycle(b, &sub.csr, |e| cost(sub.ids[e as usize]), 64)?;
+    Some(sub.to_b(cyc))
+}
+
+/// The known graph's strongly connected components: an edge can lie on a cycle only if it
+/// joins two nodes of one with two nodes or more, or is a loop. Edges restored for a
+/// certificate each parallel a path through a session, so they leave the components as they
+/// are: which of them can lie on a cycle is known before they are made.
+/// Made from the known graph before the edges are restored, whose graph (`csr`) the
+/// deductions' reasons are searched in.
+pub(crate) struct Cyclic {
+    csr: Csr,
+    comp: Vec<u32>,
+    size: Vec<u32>,
+}
+
+impl Cyclic {
+    pub(crate) fn of(b: &Built) -> Cyclic {
+        let csr = Csr::build(b.num_nodes, &b.edges, false);
+        let (comp, ncomp) = graph::scc(b.num_nodes, &csr);
+        let mut size = vec![0u32; ncomp as usize];
+        for &c in &comp {
+            size[c as usize] += 1;
+        }
+        Cyclic { csr, comp, size }
+    }
+
+    /// Each node's component where it has two nodes or more, else `graph::NO_COMP`.
+    pub(crate) fn nodes(&self) -> Vec<u32> {
+        self.comp
+            .iter()
+            .map(|&c| {
+                if self.size[c as usize] > 1 {
+                    c
+                } else {
+                    graph::NO_COMP
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn may_close(&self, u: Node, v: Node) -> bool {
+        let c = self.comp[u as usize];
+        c == self.comp[v as usize] && (self.size[c as usize] > 1 || u == v)
+    }
 }
 
 /// Edges a certificate's cycle search may look at once it has a cycle (a few linear passes
@@ -164,45 +225,68 @@ const MORE_COMPONENTS: usize = 16;
 /// stable searches: the best cycle of write orders, session and real-time order alone (a G0),
 /// then with write→read edges too (G1c), then the best cycle of each component, smallest first
 /// (fewest anti-dependencies first).
+///
+/// `components` are those of the known graph, before edges were restored for the certificate
+/// (see `Built::restore_spare`). Only the edges that can lie on a cycle are searched: on a
+/// read-heavy graph of twenty million edges, the few thousand inside its one cyclic component.
 pub(crate) fn cycle_certificates(
     h: &History,
     r: &Resolution,
     b: &Built,
+    components: &Cyclic,
     more: usize,
 ) -> (Certificate, Vec<Certificate>) {
-    let csr = Csr::build(b.num_nodes, &b.edges, false);
+    let csr = &components.csr;
+    let cyclic: Vec<bool> = b
+        .edges
+        .iter()
+        .map(|&(u, v)| components.may_close(u, v))
+        .collect();
+    let inner = Sub::of(b, |e| cyclic[e as usize]);
     let cost = edge_cost(&b.labels, h.fence_key);
-    let comps = Comps::of(b, &csr);
-    let workload = h
-        .fence_key
-        .and_then(|fk| smallest_cycle_among(b, |e| b.labels[e as usize].key != fk, &cost));
+    let inner_cost = |e: u32| cost(inner.ids[e as usize]);
+    let comps = Comps::of(b, &inner.csr);
+    let workload = h.fence_key.and_then(|fk| {
+        smallest_cycle_among(
+            b,
+            |e| cyclic[e as usize] && b.labels[e as usize].key != fk,
+            &cost,
+        )
+    });
     let first_cycle = workload
-        .or_else(|| comps.smallest(&csr, &cost, 64))
+        .or_else(|| Some(inner.to_b(comps.smallest(&inner.csr, inner_cost, 64)?)))
         .expect("a cycle exists");
-    let first = certificate_of(h, r, b, &csr, &first_cycle);
+    let first = certificate_of(h, r, b, csr, &first_cycle);
     let mut also = Vec::new();
     if more == 0 {
         return (first, also);
     }
     let mut seen = vec![first.anomaly];
     let without_rw = |with_wr: bool| {
-        move |e: u32| match b.labels[e as usize].kind {
-            EdgeKind::Rw => false,
-            EdgeKind::Wr => with_wr,
-            _ => true,
+        let cyclic = &cyclic;
+        move |e: u32| {
+            cyclic[e as usize]
+                && match b.labels[e as usize].kind {
+                    EdgeKind::Rw => false,
+                    EdgeKind::Wr => with_wr,
+                    _ => true,
+                }
         }
     };
     // Searched lazily: none past the cap.
     let candidates = [false, true]
         .into_iter()
         .map(|with_wr| smallest_cycle_among(b, without_rw(with_wr), &cost))
-        .chain((0..comps.order.len().min(MORE_COMPONENTS)).map(|i| comps.best(&csr, i, &cost, 64)))
+        .chain(
+            (0..comps.order.len().min(MORE_COMPONENTS))
+                .map(|i| Some(inner.to_b(comps.best(&inner.csr, i, inner_cost, 64)?))),
+        )
         .flatten();
     for cyc in candidates {
         if cyc == first_cycle {
             continue;
         }
-        let c = certificate_of(h, r, b, &csr, &cyc);
+        let c = certificate_of(h, r, b, csr, &cyc);
         if !seen.contains(&c.anomaly) {
             seen.push(c.anomaly);
             also.push(c);

@@ -12,7 +12,7 @@ mod reasons;
 mod weak;
 
 pub(crate) use choices::no_writer_certificate;
-pub(crate) use cycle::{cycle_certificates, unsat_certificate};
+pub(crate) use cycle::{cycle_certificates, unsat_certificate, Cyclic};
 pub use explain::{classify, classify_si};
 pub(crate) use explain::{describe_txn, Explainer};
 pub(crate) use reasons::{certify, stale_read};

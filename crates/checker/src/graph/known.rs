@@ -144,14 +144,14 @@ use super::participants::{participants, Participants};
 
 /// The known graph of `h` and what its transactions stated (the raw material of a level's
 /// constraints), or the first finding that rules out every serial order. `committed_unknown`:
-/// unknown outcomes known (from earlier rounds) to have committed; `keep_spare`: see
-/// [`Built::spare`].
+/// unknown outcomes known (from earlier rounds) to have committed; `spare`: what to keep of
+/// the edges thinning leaves out (see [`Built::spare`]).
 pub fn build(
     h: &History,
     r: &Resolution,
     opts: &Options,
     committed_unknown: &[TxnId],
-    keep_spare: bool,
+    spare: Spare,
 ) -> Result<(Built, Facts), Finding> {
     let Participants {
         inc,
@@ -162,7 +162,7 @@ pub fn build(
     let ntx = node_txn.len() + 1;
     let chain_of = vec![(u32::MAX, 0u32); ntx];
     let mut b = Built::plain(node_txn, txn_node, ntx, Vec::new(), Vec::new(), chain_of, 0);
-    b.spare = Spare::new(keep_spare);
+    b.spare = spare;
     b.excluded_unknown = excluded_unknown;
     if opts.level == crate::Level::SnapshotIsolation {
         b.split_nodes();

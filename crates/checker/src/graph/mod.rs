@@ -19,7 +19,7 @@ pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
 pub(crate) use participants::{final_writes, participants, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, Budgeted, ChainReach, Reach, ReachCtx};
-pub(crate) use thin::add_into;
+pub(crate) use thin::{add_into, Spare, NO_COMP};
 
 use serde::Serialize;
 

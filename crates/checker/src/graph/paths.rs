@@ -34,6 +34,23 @@ pub fn best_cycle(
     use std::collections::BinaryHeap;
     const NONE: u32 = u32::MAX;
     let n = comp.len();
+    // The component's own edges, gathered once: every start's search goes over them, and on a
+    // read-heavy graph most of a node's edges leave its component. The budget still counts
+    // each node's edges as a whole, so which cycle is found does not change.
+    let mut inside_start = vec![0u32; n + 1];
+    let mut inside: Vec<(Node, u32)> = Vec::new();
+    for x in 0..n {
+        if comp[x] == target_comp {
+            inside.extend(
+                csr.succ(x as Node)
+                    .iter()
+                    .filter(|&&(y, _)| comp[y as usize] == target_comp),
+            );
+        }
+        inside_start[x + 1] = inside.len() as u32;
+    }
+    let inside_succ =
+        |x: Node| &inside[inside_start[x as usize] as usize..inside_start[x as usize + 1] as usize];
     // State = node * 2 + (arrived by a session edge); distance = (avoided, rw, steps).
     let mut dist: Vec<(u32, u32, u32)> = vec![(NONE, NONE, NONE); 2 * n];
     let mut parent: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
@@ -68,10 +85,7 @@ pub fn best_cycle(
             let x = (st / 2) as Node;
             spent += csr.succ(x).len().max(1);
             let via_session = st % 2 == 1;
-            for &(y, e) in csr.succ(x) {
-                if comp[y as usize] != target_comp {
-                    continue;
-                }
+            for &(y, e) in inside_succ(x) {
                 let (c, avoid) = cost(e);
                 let step = match c {
                     Cost::Session if via_session => 0,

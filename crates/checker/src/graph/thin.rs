@@ -11,6 +11,7 @@
 //! that matters, a writer is seen first by one reader per session).
 
 use super::{Built, Label, Node};
+use std::sync::Arc;
 
 const NONE: (u32, u32) = (u32::MAX, u32::MAX);
 
@@ -89,12 +90,19 @@ impl WrThinner {
 /// Edges thinning left out. Kept only with `keep` (for a certificate, which shows each step as
 /// the history stated it); otherwise only counted, so a check that needs them knows to build
 /// the graph again keeping them (`pipeline`).
+/// With `only`, of those kept only the edges inside one component: `only[node]` is the node's
+/// component, or [`NO_COMP`] (a certificate's cycle lies in one component of the known graph,
+/// and an edge left out parallels a path of it, so it joins the nodes of one or none).
 #[derive(Default)]
 pub struct Spare {
     pub keep: bool,
+    pub only: Option<Arc<Vec<u32>>>,
     pub edges: Vec<(Node, Node, Label)>,
     pub left_out: usize,
 }
+
+/// A node in no component `Spare::only` keeps edges of.
+pub(crate) const NO_COMP: u32 = u32::MAX;
 
 impl Spare {
     pub(crate) fn new(keep: bool) -> Spare {
@@ -103,17 +111,36 @@ impl Spare {
             ..Default::default()
         }
     }
-    #[inline]
-    pub(crate) fn leave_out(&mut self, u: Node, v: Node, l: Label) {
-        if self.keep {
-            self.edges.push((u, v, l));
-        } else {
-            self.left_out += 1;
+    /// Keeping only the edges inside the components of `only` (see [`Spare`]).
+    pub(crate) fn only(only: Arc<Vec<u32>>) -> Spare {
+        Spare {
+            keep: true,
+            only: Some(only),
+            ..Default::default()
         }
     }
-    /// Room for `n` more, where they are kept.
+    /// Another, empty, that keeps what this one keeps.
+    pub(crate) fn like(&self) -> Spare {
+        Spare {
+            keep: self.keep,
+            only: self.only.clone(),
+            ..Default::default()
+        }
+    }
+    #[inline]
+    pub(crate) fn leave_out(&mut self, u: Node, v: Node, l: Label) {
+        if !self.keep {
+            self.left_out += 1;
+        } else if self.only.as_ref().is_none_or(|c| {
+            let cu = c.get(u as usize).copied().unwrap_or(NO_COMP);
+            cu != NO_COMP && c.get(v as usize) == Some(&cu)
+        }) {
+            self.edges.push((u, v, l));
+        }
+    }
+    /// Room for `n` more, where they are all kept.
     pub(crate) fn reserve(&mut self, n: usize) {
-        if self.keep {
+        if self.keep && self.only.is_none() {
             self.edges.reserve(n);
         }
     }
@@ -132,9 +159,9 @@ pub(crate) struct EdgeSink {
 }
 
 impl EdgeSink {
-    pub(crate) fn new(keep_spare: bool) -> EdgeSink {
+    pub(crate) fn new(spare: &Spare) -> EdgeSink {
         EdgeSink {
-            spare: Spare::new(keep_spare),
+            spare: spare.like(),
             ..Default::default()
         }
     }

@@ -32,7 +32,7 @@ pub(super) fn all_facts(
             // At most one fact per op: sized once, not grown through copies.
             f.reads.reserve(ops);
             let mut ks = KeySlots::new(h, &final_write);
-            let mut sink = EdgeSink::new(bref.spare.keep);
+            let mut sink = EdgeSink::new(&bref.spare);
             // Left-out write→read edges: at most one a read too.
             sink.spare.reserve(ops);
             let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
