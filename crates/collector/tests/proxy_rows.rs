@@ -1,9 +1,9 @@
 //! `krait proxy` against a real PostgreSQL: statements of several rows by primary key — an
-//! INSERT of several rows, `SELECT`, `UPDATE` and `DELETE … WHERE pk IN (…)` — recorded row by
-//! row, a key the SELECT found no row for as a read of no row; and what cannot be placed (a
-//! SELECT of several rows that does not return the key column, an UPDATE that matched some of
-//! its keys but not all) noted instead. Needs KRAIT_PG_URL and says it
-//! skipped otherwise; makes and drops its own database.
+//! INSERT of several rows, `SELECT`, `UPDATE` (increments too) and `DELETE … WHERE pk IN (…)` —
+//! recorded row by row, a key the SELECT found no row for as a read of no row; and what cannot
+//! be placed (a SELECT of several rows that does not return the key column, an UPDATE that
+//! matched some of its keys but not all) noted instead. Needs KRAIT_PG_URL and says it skipped
+//! otherwise; makes and drops its own database.
 
 use crate::common;
 
@@ -199,5 +199,58 @@ fn updates_and_deletes_by_a_list_of_keys_are_recorded_row_by_row() {
         "{:?}",
         l.warnings
     );
+    assert!(verdict(h, Level::Serializable).is_accept());
+}
+
+/// An increment by a list of keys (`SET c = c ± v WHERE pk IN (…)`), by the simple and the
+/// extended protocol: each row the server returns is a read of its old value and a write of
+/// the new, under the key it returns; a listed key with no row is neither. The client sees an
+/// UPDATE's reply, its row count and no rows.
+#[test]
+fn increments_by_a_list_of_keys_are_recorded_row_by_row() {
+    let Some(db) = kv_db("proxy_rows_inc") else {
+        return;
+    };
+    let mut admin = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    admin
+        .batch_execute("CREATE TABLE acct (id INT PRIMARY KEY, balance INT)")
+        .unwrap();
+    let ((), l, report) = with_proxy(&db, &[("acct", "id")], "rows_inc", |_, via| {
+        let mut c = postgres::Client::connect(via, postgres::NoTls).unwrap();
+        c.batch_execute("INSERT INTO acct (id, balance) VALUES (1, 10), (2, 20), (3, 30)")
+            .unwrap();
+        let mut tx = c.transaction().unwrap();
+        // Key 9 has no row.
+        tx.batch_execute("UPDATE acct SET balance = balance + 5 WHERE id IN (1, 2, 9)")
+            .unwrap();
+        let n = tx
+            .execute(
+                "UPDATE acct SET balance = balance - $1 WHERE id IN ($2, $3)",
+                &[&1i32, &3i32, &2i32],
+            )
+            .unwrap();
+        assert_eq!(n, 2, "the client is told of the rows matched");
+        tx.commit().unwrap();
+    });
+    assert_eq!(report.unrecorded, 0);
+    let balances: Vec<(i32, i32)> = admin
+        .query("SELECT id, balance FROM acct ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(balances, [(1, 15), (2, 24), (3, 29)]);
+    let h = &l.history;
+    for (k, writes, reads) in [
+        ("acct/1/balance", 2, 1),
+        ("acct/2/balance", 3, 2),
+        ("acct/3/balance", 2, 1),
+        ("acct/9/balance", 0, 0),
+    ] {
+        assert_eq!(committed_writes(h, k), writes, "{k}");
+        assert_eq!(committed_reads(h, k), (reads, 0), "{k}");
+    }
+    // Each read names the value the write before it wrote: a wrong old value would be a read
+    // of a value nobody wrote.
     assert!(verdict(h, Level::Serializable).is_accept());
 }

@@ -34,11 +34,11 @@ enum Pending {
         seen: Vec<bool>,
         unnamed: bool,
     },
-    /// An increment sent with `RETURNING col`: its reply rows are the proxy's, not the
-    /// client's.
+    /// An increment sent with `RETURNING pk, col`: its reply rows are the proxy's, not the
+    /// client's. `keys` are sorted.
     Increment {
         table: usize,
-        key: Vec<u8>,
+        keys: Vec<Vec<u8>>,
         col: String,
         delta: Vec<u8>,
         minus: bool,
@@ -357,7 +357,7 @@ impl Conn {
             }
             Stmt::Increment {
                 table,
-                key,
+                keys,
                 col,
                 delta,
                 minus,
@@ -368,7 +368,7 @@ impl Conn {
                 }
                 Pending::Increment {
                     table,
-                    key: self.operand(&key, params).unwrap_or_default(),
+                    keys: self.distinct(&keys, params),
                     col,
                     delta: self.operand(&delta, params).unwrap_or_default(),
                     minus,
@@ -416,9 +416,10 @@ impl Conn {
             b'Q' => {
                 let sql = f.cstr().unwrap_or_default();
                 let mut stmts = classify_all(&sql, &self.tables);
-                if let [Stmt::Increment { col, .. }] = &stmts[..] {
+                if let [Stmt::Increment { table, col, .. }] = &stmts[..] {
                     let base = sql.trim_end().trim_end_matches(';');
-                    let mut body = format!("{base} RETURNING {col}").into_bytes();
+                    let pk = &self.tables[*table].pk;
+                    let mut body = format!("{base} RETURNING {pk}, {col}").into_bytes();
                     body.push(0);
                     m.body = body;
                 }
@@ -455,13 +456,14 @@ impl Conn {
                 let oids = (0..n).filter_map(|_| f.i32()).map(|o| o as u32).collect();
                 let stmt = classify(&sql, &self.tables);
                 self.parses += 1;
-                if let Stmt::Increment { col, .. } = &stmt {
-                    // Returns the new value; what the client is told of rows is kept as an
-                    // UPDATE's (NoData to a Describe, no DataRow).
+                if let Stmt::Increment { table, col, .. } = &stmt {
+                    // Returns each row's key and new value; what the client is told of rows is
+                    // kept as an UPDATE's (NoData to a Describe, no DataRow).
                     let base = sql.trim_end().trim_end_matches(';');
+                    let pk = &self.tables[*table].pk;
                     let mut body = name.as_bytes().to_vec();
                     body.push(0);
-                    body.extend_from_slice(format!("{base} RETURNING {col}").as_bytes());
+                    body.extend_from_slice(format!("{base} RETURNING {pk}, {col}").as_bytes());
                     body.push(0);
                     body.extend_from_slice(&rest);
                     m.body = body;

@@ -8,10 +8,11 @@
 //! transaction, so reads of data loaded before recording name their writer. With `sslmode` in
 //! the upstream URL the hop to the database is TLS (`tls`); the application's is not.
 //!
-//! `UPDATE t SET c = c ± v WHERE pk = k` is sent with `RETURNING c` (by the simple protocol
-//! its query, by the extended one its Parse; the returned row, and the row description a
-//! Describe then gives, are kept from the client, which sees the replies it asked for) and
-//! recorded as a read of the old value and a write of the new one. Not recorded (counted, and
+//! `UPDATE t SET c = c ± v WHERE pk = k` (or `pk IN (k, …)`) is sent with `RETURNING pk, c`
+//! (by the simple protocol its query, by the extended one its Parse; the returned rows, and the
+//! row description a Describe then gives, are kept from the client, which sees the replies it
+//! asked for) and each returned row recorded as a read of the old value and a write of the
+//! new one, under the key it returns. Not recorded (counted, and
 //! named on stderr): other statements on the declared tables (ranges, joins, aggregates). A history
 //! missing them can be wrong, so the count is part of the proxy's report.
 

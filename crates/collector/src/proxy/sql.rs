@@ -43,12 +43,13 @@ pub(crate) enum Stmt {
         cols: Vec<(String, Operand)>,
         update: bool,
     },
-    /// `UPDATE t SET col = col ± delta WHERE pk = key`: a read-modify-write whose values only
-    /// the database knows; sent with `RETURNING col` (stripped from the reply) so the new
-    /// value is seen, and the old one is the new one ∓ delta.
+    /// `UPDATE t SET col = col ± delta WHERE pk = key` (or `pk IN (keys)`): a read-modify-write
+    /// of each row whose values only the database knows; sent with `RETURNING pk, col`
+    /// (stripped from the reply) so each row's new value is seen, and its old one is the new
+    /// one ∓ delta.
     Increment {
         table: usize,
-        key: Operand,
+        keys: Vec<Operand>,
         col: String,
         delta: Operand,
         minus: bool,
@@ -415,10 +416,10 @@ fn update(p: &mut P, tables: &[TableSpec]) -> Option<Stmt> {
                 return None;
             };
             let delta = p.operand()?;
-            let key = where_pk(p, &tables[table].pk, false)?;
+            let keys = where_keys(p, &tables[table].pk, false)?;
             return Some(Stmt::Increment {
                 table,
-                key,
+                keys,
                 col: c,
                 delta,
                 minus,

@@ -116,14 +116,20 @@ fn statements_by_primary_key_are_recognized() {
             keys: vec![c("1"), c("2")]
         }
     );
-    // An increment by a list of keys needs a RETURNING of each row: not recorded.
-    assert!(matches!(
+    // An increment by a list of keys: each row's new value comes back with its key.
+    assert_eq!(
         classify(
-            "UPDATE accounts SET balance = balance + 1 WHERE id IN (1, 2)",
+            "UPDATE accounts SET balance = balance - 1 WHERE id IN (1, $1)",
             &tb
         ),
-        Stmt::Unrecorded(_)
-    ));
+        Stmt::Increment {
+            table: 0,
+            keys: vec![c("1"), Operand::Param(0)],
+            col: "balance".into(),
+            delta: c("1"),
+            minus: true
+        }
+    );
     // A tuple of another width is not an INSERT the proxy can read.
     assert!(matches!(
         classify(
@@ -183,7 +189,7 @@ fn statements_by_primary_key_are_recognized() {
         ),
         Stmt::Increment {
             table: 0,
-            key: c("17"),
+            keys: vec![c("17")],
             col: "balance".into(),
             delta: c("-3412"),
             minus: false

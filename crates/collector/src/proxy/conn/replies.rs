@@ -132,14 +132,14 @@ impl Conn {
         Ok(())
     }
 
-    /// An increment's returned row: the new value, so the old one is new ∓ delta; recorded as
-    /// a read of the old and a write of the new.
+    /// An increment's returned row, its key and new value: the old value is new ∓ delta,
+    /// recorded as a read of the old and a write of the new.
     fn increment_row(&mut self, m: &Msg) -> io::Result<()> {
         let Some(Reply::Exec {
             what:
                 Pending::Increment {
                     table,
-                    key,
+                    keys,
                     col,
                     delta,
                     minus,
@@ -149,22 +149,39 @@ impl Conn {
         else {
             return Ok(());
         };
-        let (table, key, col, minus) = (*table, key.clone(), col.clone(), *minus);
+        let (table, col, minus) = (*table, col.clone(), *minus);
+        let cols = self.reply_cols();
         let mut f = Fields::new(&m.body);
         f.i16();
-        let new = f.value().flatten();
-        let (oid, binary) = self.reply_cols().first().map_or((0, false), |c| (c.1, c.2));
-        let new = new.map(|v| normalize(&v, oid, binary));
+        let mut next = |i: usize| {
+            let v = f.value().flatten();
+            let (oid, binary) = cols.get(i).map_or((0, false), |c| (c.1, c.2));
+            v.map(|v| normalize(&v, oid, binary))
+        };
+        let (key, new) = (next(0), next(1));
+        // One key: the row is its own (as a single-key statement's always is). Several: the
+        // returned key says which, as the keys are written in the statement or its parameters.
+        let key = match &keys[..] {
+            [k] => Some(k.clone()),
+            _ => key.filter(|k| keys.binary_search(k).is_ok()),
+        };
         let num = |v: &[u8]| std::str::from_utf8(v).ok()?.trim().parse::<i128>().ok();
-        let old = match (new.as_deref().and_then(num), num(delta)) {
-            (Some(n), Some(d)) => (if minus { n + d } else { n - d }).to_string(),
-            _ => {
+        let (key, old) = match (key, new.as_deref().and_then(num), num(delta)) {
+            (Some(k), Some(n), Some(d)) => (k, (if minus { n + d } else { n - d }).to_string()),
+            (k, ..) => {
+                let why = match k {
+                    None => format!(
+                        "an increment of {col} by a list of keys returned a row under a key not in the list"
+                    ),
+                    Some(_) => format!("an increment of {col} whose values are not integers"),
+                };
                 self.unrecorded += 1;
-                eprintln!(
-                    "krait proxy: {}: not recorded: an increment of {col} whose values are not integers",
-                    self.session.name()
-                );
-                return Ok(());
+                if self.unrecorded <= 10 {
+                    eprintln!("krait proxy: {}: not recorded: {why}", self.session.name());
+                }
+                return self
+                    .notes
+                    .add(self.session.name(), self.session.txn_id(), true, &why);
             }
         };
         let t = self.tables[table].clone();
