@@ -167,8 +167,9 @@ fn smallest_cycle_among(
 /// joins two nodes of one with two nodes or more, or is a loop. Edges restored for a
 /// certificate each parallel a path through a session, so they leave the components as they
 /// are: which of them can lie on a cycle is known before they are made.
-/// Made from the known graph before the edges are restored, whose graph (`csr`) the
-/// deductions' reasons are searched in.
+///
+/// Made before the edges are restored; its graph (`csr`) is where the deductions' reasons are
+/// searched, as they come from before the restored edges.
 pub(crate) struct Cyclic {
     csr: Csr,
     comp: Vec<u32>,

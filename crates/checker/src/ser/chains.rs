@@ -265,10 +265,9 @@ impl Built {
     /// order closes a cycle. Such a pair is still formed (pruning decides it and adds its
     /// edge), but the earlier chain's pairs with the chains the later one's head leads to are
     /// left out: in every acyclic choice its gate precedes them through that head, so their
-    /// constraints add nothing. On read-heavy keys,
-    /// whose versions' readers the known graph does not yet place before the next write but
-    /// whose writes it does order, this forms one constraint per version instead of one per
-    /// pair of versions.
+    /// constraints add nothing. On read-heavy keys, whose versions' readers the known graph
+    /// does not yet place before the next write but whose writes it does order, this forms
+    /// about one constraint per version instead of one per pair of versions.
     pub fn pair_chains<R: Fn(Node, Node) -> bool + Sync>(
         &mut self,
         before: impl Fn(&ChainRec, &ChainRec) -> bool + Sync,
