@@ -152,6 +152,20 @@ fn nats_server() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
+/// Bytes in the files of `dir` and the folders in it (0 while it does not exist).
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -196,12 +210,17 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
             "--clients",
             "4",
             "--txns",
-            "4000",
+            "20000",
         ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Stopped as soon as the run has written, not after a fixed time: on a fast machine 4,000
+    // transactions were done within the 700 ms this used to wait.
+    let began = std::time::Instant::now();
+    while bytes_under(&dir.join("h")) == 0 && began.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(
         run.try_wait().unwrap().is_none(),
         "the run ended before the restart"
