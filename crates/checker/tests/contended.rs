@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{order_is_valid, verified};
+use common::confirmed;
 use krait_checker::{check, Options, Verdict};
 use krait_history::History;
 use krait_workloads::{blindw, BlindW};
@@ -55,23 +55,7 @@ fn all_combinations() -> Vec<(String, Options)> {
 fn agreed(h: &History) -> bool {
     let mut seen = None;
     for (name, o) in all_combinations() {
-        let rep = check(h, &o).unwrap();
-        let accept = match &rep.verdict {
-            Verdict::Accept => {
-                let order = rep.order.as_ref().expect("an order was asked for");
-                assert!(
-                    order_is_valid(h, order),
-                    "{name}: the order does not replay"
-                );
-                true
-            }
-            Verdict::Reject(_) => false,
-            Verdict::Unknown { reason } => panic!("{name}: no verdict ({reason})"),
-        };
-        assert!(
-            verified(h, &rep),
-            "{name}: the verdict could not be checked"
-        );
+        let accept = confirmed(h, &check(h, &o).unwrap(), &name);
         match seen {
             None => seen = Some(accept),
             Some(s) => assert_eq!(s, accept, "{name} disagrees"),

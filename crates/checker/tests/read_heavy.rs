@@ -5,8 +5,8 @@
 
 use crate::common;
 
-use common::{order_is_valid, verified};
-use krait_checker::{check, Options, Verdict};
+use common::confirmed;
+use krait_checker::{check, Options};
 use krait_history::History;
 use krait_workloads::{blindw, BlindW};
 
@@ -33,16 +33,7 @@ fn both(h: &History) -> (bool, usize, usize) {
             ..Options::default()
         };
         let rep = check(h, &o).unwrap();
-        let accept = match &rep.verdict {
-            Verdict::Accept => {
-                let order = rep.order.as_ref().expect("an order was asked for");
-                assert!(order_is_valid(h, order), "pair_by_heads={on}: no replay");
-                true
-            }
-            Verdict::Reject(_) => false,
-            Verdict::Unknown { reason } => panic!("pair_by_heads={on}: {reason}"),
-        };
-        assert!(verified(h, &rep), "pair_by_heads={on}: unconfirmed");
+        let accept = confirmed(h, &rep, &format!("pair_by_heads={on}"));
         seen.push((accept, rep.stats.constraints_formed));
     }
     assert_eq!(seen[0].0, seen[1].0, "the switch changed the verdict");

@@ -295,6 +295,26 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
     v
 }
 
+/// Whether report `rep` of `h` ACCEPTs, after confirming it apart from the checker: an
+/// ACCEPT's serial order (asked for with `want_order`) replays, and `krait-verify` confirms the
+/// verdict. Panics, naming `name`, when it cannot be confirmed or there is no verdict.
+pub fn confirmed(h: &History, rep: &krait_checker::Report, name: &str) -> bool {
+    let accept = match &rep.verdict {
+        krait_checker::Verdict::Accept => {
+            let order = rep.order.as_ref().expect("an order was asked for");
+            assert!(
+                order_is_valid(h, order),
+                "{name}: the order does not replay"
+            );
+            true
+        }
+        krait_checker::Verdict::Reject(_) => false,
+        krait_checker::Verdict::Unknown { reason } => panic!("{name}: no verdict ({reason})"),
+    };
+    assert!(verified(h, rep), "{name}: the verdict could not be checked");
+    accept
+}
+
 /// Replays a serial order and checks every read of an included transaction, that every
 /// committed transaction is in it, and session order.
 pub fn order_is_valid(h: &History, order: &[u64]) -> bool {
