@@ -210,7 +210,7 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
             "--clients",
             "4",
             "--txns",
-            "20000",
+            "8000",
         ])
         .stderr(Stdio::piped())
         .spawn()
@@ -313,7 +313,8 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
             .spawn()
             .unwrap()
     };
-    let survivor = host(0, "12000");
+    // Long enough to go on well past the lost host's timeout, on a loaded machine too.
+    let survivor = host(0, "20000");
     let mut lost = host(1, "1000000");
     std::thread::sleep(Duration::from_millis(800));
     stop(&mut lost, libc::SIGKILL);
