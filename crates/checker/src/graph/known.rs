@@ -180,11 +180,19 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    let mut parts = std::mem::take(&mut f.read_parts);
-    parts.push(std::mem::take(&mut f.reads));
-    f.reads = super::sort_facts(parts, h.num_keys(), b.num_nodes);
-    // A list read and the read of its last element may state the same read.
-    f.reads.dedup();
+    f.reads = match f.read_blocks.take() {
+        Some((layout, blocks)) if f.reads.is_empty() => layout.sorted(blocks),
+        blocks => {
+            let mut parts = std::mem::take(&mut f.read_parts);
+            if let Some((layout, b)) = blocks {
+                parts.push(layout.sorted(b));
+            }
+            parts.push(std::mem::take(&mut f.reads));
+            // A list read and the read of its last element may state the same read: sorted
+            // without duplicates.
+            super::sort_facts(parts, h.num_keys(), b.num_nodes)
+        }
+    };
     f.writes.sort_unstable();
     f.rmws.sort_unstable();
     // Several reads may reveal the same step of a version order.

@@ -114,3 +114,37 @@ pub(crate) fn final_writes(h: &History) -> Vec<bool> {
     }
     final_write
 }
+
+/// The writes their own transaction overwrites later (a write of the same key after them),
+/// sorted: the intermediate versions no other transaction may read, usually none. Asking this
+/// list is what the per-read pass does instead of a flag per op ([`final_writes`]): a flag
+/// looked up at each read's writer is a miss in memory per read on a large history.
+pub(crate) fn overwritten_writes(h: &History) -> Vec<u32> {
+    use rayon::prelude::*;
+    let mut out: Vec<u32> = (0..h.num_txns() as u32)
+        .into_par_iter()
+        .with_min_len(1 << 10)
+        .fold(
+            || (Vec::new(), Vec::new()),
+            |(mut out, mut w): (Vec<u32>, Vec<(u32, u32)>), t| {
+                w.clear();
+                w.extend(
+                    h.ops(t)
+                        .filter(|&o| h.op_kind[o] == OpKind::Write)
+                        .map(|o| (h.op_key[o], o as u32)),
+                );
+                if w.len() > 1 {
+                    w.sort_unstable();
+                    out.extend(w.windows(2).filter(|p| p[0].0 == p[1].0).map(|p| p[0].1));
+                }
+                (out, w)
+            },
+        )
+        .map(|(out, _)| out)
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            a
+        });
+    out.sort_unstable();
+    out
+}

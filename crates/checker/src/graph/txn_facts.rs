@@ -3,9 +3,9 @@
 //! are made of — stated for ranges of transactions in parallel and joined in node order, so the
 //! result (and the first finding) is the one a single pass would give.
 
-use super::participants::final_writes;
+use super::participants::overwritten_writes;
 use super::thin::{EdgeSink, WrThinner};
-use super::{Built, Choice, EdgeKind, Facts, Label, Node, INIT};
+use super::{Built, Choice, EdgeKind, Facts, Label, Layout, Node, ReadOut, INIT};
 use crate::findings::{Finding, NoWriter};
 use krait_history::{History, OpKind, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY};
 use rayon::prelude::*;
@@ -19,19 +19,33 @@ pub(super) fn all_facts(
     b: &mut Built,
     thin: bool,
 ) -> Result<Facts, Finding> {
-    let final_write = final_writes(h);
+    let overwritten = overwritten_writes(h);
     let ranges = node_ranges(h, b, rayon::current_num_threads() * 2);
+    let mut layout = Layout::of(h, &b.node_txn, &ranges);
+    let (outs, blocks) = match layout.as_mut() {
+        Some(l) => {
+            let (outs, blocks) = l.split();
+            (outs, Some(blocks))
+        }
+        None => (
+            ranges.iter().map(|_| ReadOut::List(Vec::new())).collect(),
+            None,
+        ),
+    };
     let bref: &Built = b;
     let parts: Vec<Result<(Facts, EdgeSink), Finding>> = ranges
         .into_par_iter()
-        .map(|(lo, hi)| {
+        .zip(outs)
+        .map(|((lo, hi), mut out)| {
             let mut f = Facts::default();
             let ops: usize = (lo..hi)
                 .map(|n| h.ops(bref.node_txn[n as usize - 1]).len())
                 .sum();
             // At most one fact per op: sized once, not grown through copies.
-            f.reads.reserve(ops);
-            let mut ks = KeySlots::new(h, &final_write);
+            if let ReadOut::List(v) = &mut out {
+                v.reserve(ops);
+            }
+            let mut ks = KeySlots::new(h, &overwritten, out);
             let mut sink = EdgeSink::new(&bref.spare);
             // Left-out write→read edges: at most one a read too.
             sink.spare.reserve(ops);
@@ -40,12 +54,14 @@ pub(super) fn all_facts(
                 txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
                 thinner.add(&bref.chain_of, &mut sink, &ks.wr_buf);
             }
+            f.reads = ks.reads.finish();
             Ok((f, sink))
         })
         .collect();
     let mut all = Facts::default();
     // The first finding in node order is the one to report.
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    all.read_blocks = layout.zip(blocks);
     // Joined into arrays sized once: grown by doubling, each would be copied again and again.
     let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
     b.edges.reserve(total(|p| p.1.edges.len()));
@@ -87,11 +103,13 @@ fn node_ranges(h: &History, b: &Built, parts: usize) -> Vec<(Node, Node)> {
     out
 }
 
-/// What the per-transaction pass reuses: which writes are final in their transaction (one pass
-/// over all ops, so no read scans its writer's ops again), and a slot per key stamped with the
-/// transaction using it (so a transaction of many ops finds its key's slot at once).
+/// What the per-transaction pass reuses: which writes their own transaction overwrites (found
+/// once, so no read scans its writer's ops again), a slot per key stamped with the transaction
+/// using it (so a transaction of many ops finds its key's slot at once), and where read facts
+/// go.
 struct KeySlots<'a> {
-    final_write: &'a [bool],
+    /// Writes overwritten by their own transaction, sorted.
+    overwritten: &'a [u32],
     stamp: Vec<u32>,
     slot: Vec<u32>,
     /// (key, last own write op, external source, first external read op)
@@ -100,12 +118,15 @@ struct KeySlots<'a> {
     wr_stamp: Vec<u32>,
     /// The current reader's write→read edges (placed, one per writer), for [`WrThinner`].
     wr_buf: Vec<(Node, Node, Label)>,
+    /// Where the range's read facts go.
+    reads: ReadOut<'a>,
 }
 
 impl<'a> KeySlots<'a> {
-    fn new(h: &History, final_write: &'a [bool]) -> KeySlots<'a> {
+    fn new(h: &History, overwritten: &'a [u32], reads: ReadOut<'a>) -> KeySlots<'a> {
         KeySlots {
-            final_write,
+            reads,
+            overwritten,
             slot: vec![0; h.num_keys()],
             stamp: vec![u32::MAX; h.num_keys()],
             scratch: Vec::new(),
@@ -115,7 +136,7 @@ impl<'a> KeySlots<'a> {
     }
     /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
     fn overwritten(&self, o: u32) -> bool {
-        !self.final_write[o as usize]
+        !self.overwritten.is_empty() && self.overwritten.binary_search(&o).is_ok()
     }
 }
 
@@ -228,7 +249,7 @@ fn txn_facts(
                 .collect();
         }
         if let Some(w) = src_node {
-            f.reads.push((k, w, node));
+            ks.reads.push((k, w, node));
             // One write→read edge per (writer, reader) pair is enough for the graph; the fence
             // key's are kept apart, as they may be left out (see `forget_key`).
             let fence = h.fence_key == Some(k);
