@@ -202,14 +202,14 @@ pub(super) fn prune(
                 (0, Some(&first_impossible)) => (2 - u8::from(first_impossible), false),
                 _ => (d & !IMPLIED, d & IMPLIED != 0),
             };
-            let c = b.constraints[ci as usize].clone();
-            let add = match d {
+            let c = &b.constraints[ci as usize];
+            let (key, (tail, head), (lo, hi)) = match d {
                 0 => {
                     next.push(ci);
                     continue;
                 }
-                1 => b.second_edges(&c).to_vec(),
-                _ => b.first_edges(&c).to_vec(),
+                1 => (c.key, (c.b.1, c.a.0), c.second),
+                _ => (c.key, (c.a.1, c.b.0), c.first),
             };
             changed = true;
             b.decided[ci as usize] = if d == 1 { Known::False } else { Known::True };
@@ -220,18 +220,14 @@ pub(super) fn prune(
             }
             // The version order chosen, tail before head, stated as well as the readers' edge,
             // so a cycle through the versions alone shows as the write cycle it is.
-            let (tail, head) = if d == 1 {
-                (c.b.1, c.a.0)
-            } else {
-                (c.a.1, c.b.0)
-            };
+            let add = &b.cedges[lo as usize..hi as usize];
             // (Under snapshot isolation the option states it already: `graph::split`.)
             let extra = add
                 .iter()
                 .filter(|_| !b.split)
                 .any(|&(u, v, l)| l.kind == EdgeKind::Rw && v == head && u != tail)
-                .then(|| (tail, head, Label::fact(EdgeKind::Ww, c.key)));
-            for (u, v, mut l) in add.into_iter().chain(extra) {
+                .then(|| (tail, head, Label::fact(EdgeKind::Ww, key)));
+            for (u, v, mut l) in add.iter().copied().chain(extra) {
                 l.constraint = ci;
                 batch.push((u, v, l));
             }
