@@ -5,15 +5,20 @@ use super::{Built, Csr, Label, Node};
 
 /// Reachability over a DAG covered by chains (sessions): for every node, the earliest position
 /// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
-/// chains; nodes on no chain (gates) are answered through their predecessors.
+/// chains at most; nodes on no chain (gates) are answered through their predecessors.
 pub struct ChainReach {
     nchains: usize,
     /// chain and position of each node; chain u32::MAX for nodes on no chain.
     chain_of: Vec<(u32, u32)>,
+    /// Each node's row of `minpos`: row 0, shared, for the nodes that reach no chain (gates
+    /// nothing follows yet, most nodes of a read-heavy graph before pruning decides anything:
+    /// a row each was three quarters of the index, written and never read).
+    row_of: Vec<u32>,
     minpos: Vec<u32>,
 }
 
 impl ChainReach {
+    /// Memory the index may need (the bound [`ChainReach::build`] is held to).
     pub fn memory_needed(n: usize, nchains: usize) -> usize {
         n * nchains * 4
     }
@@ -26,20 +31,22 @@ impl ChainReach {
         order: &[Node],
     ) -> ChainReach {
         let c = nchains;
-        let mut minpos = vec![u32::MAX; n * c];
+        // Room for every row; what no row takes is never touched, so costs nothing.
+        let mut minpos = Vec::with_capacity((n + 1) * c);
+        minpos.resize(c, u32::MAX);
+        let mut row_of = vec![0u32; n];
         let mut row = vec![u32::MAX; c];
-        // Nodes that reach no chain (gates nothing follows yet): merging their rows is a no-op,
-        // and before pruning decides anything that is most edges of a read-heavy history.
-        let mut reaches_none = vec![false; n];
         for &x in order.iter().rev() {
             let xi = x as usize;
             row.iter_mut().for_each(|r| *r = u32::MAX);
             // Successors come later in the order, so their rows are final.
             for &(y, _) in csr.succ(x) {
-                if reaches_none[y as usize] {
+                let yr = row_of[y as usize] as usize;
+                // Merging the row of a node that reaches nothing is a no-op.
+                if yr == 0 {
                     continue;
                 }
-                let yrow = &minpos[y as usize * c..y as usize * c + c];
+                let yrow = &minpos[yr * c..yr * c + c];
                 for (r, &m) in row.iter_mut().zip(yrow) {
                     *r = (*r).min(m);
                 }
@@ -47,14 +54,16 @@ impl ChainReach {
             let (ch, pos) = chain_of[xi];
             if ch != u32::MAX {
                 row[ch as usize] = row[ch as usize].min(pos);
-            } else {
-                reaches_none[xi] = row.iter().all(|&r| r == u32::MAX);
+            } else if row.iter().all(|&r| r == u32::MAX) {
+                continue;
             }
-            minpos[xi * c..xi * c + c].copy_from_slice(&row);
+            row_of[xi] = (minpos.len() / c) as u32;
+            minpos.extend_from_slice(&row);
         }
         ChainReach {
             nchains: c,
             chain_of,
+            row_of,
             minpos,
         }
     }
@@ -67,14 +76,14 @@ impl ChainReach {
     /// The earliest position on chain `ch` that `x` reaches (`u32::MAX`: none).
     #[inline]
     pub fn first_reached(&self, x: Node, ch: u32) -> u32 {
-        self.minpos[x as usize * self.nchains + ch as usize]
+        self.minpos[self.row_of[x as usize] as usize * self.nchains + ch as usize]
     }
     /// x ⇝ y for y on a chain.
     #[inline]
     pub fn reaches_chained(&self, x: Node, y: Node) -> bool {
         let (ch, pos) = self.chain_of[y as usize];
         debug_assert_ne!(ch, u32::MAX);
-        self.minpos[x as usize * self.nchains + ch as usize] <= pos
+        self.first_reached(x, ch) <= pos
     }
 }
 
