@@ -184,6 +184,9 @@ impl<'a> Scanner<'a> {
     }
 
     fn op(&mut self) -> Option<OpRef<'a>> {
+        if let Some(op) = self.op_compact() {
+            return Some(op);
+        }
         self.eat(b'[')?;
         let kind = match self.string()? {
             "r" => b'r',
@@ -209,6 +212,58 @@ impl<'a> Scanner<'a> {
             value,
             app,
         })
+    }
+
+    /// `["r","key",value]` or `["w","key",value]` written without blanks and without an
+    /// application value, as krait and most writers print an operation: read by fixed bytes
+    /// rather than token by token (most of a read-heavy file is such operations). Anything else,
+    /// or a value [`Scanner::value`] would refuse, leaves the position as it was for [`Scanner::op`]
+    /// to read the general way.
+    #[inline]
+    fn op_compact(&mut self) -> Option<OpRef<'a>> {
+        let kind = match *self.b.get(self.i..self.i + 6)? {
+            [b'[', b'"', k @ (b'r' | b'w'), b'"', b',', b'"'] => k,
+            _ => return None,
+        };
+        let start = self.i + 6;
+        let mut j = start;
+        loop {
+            match *self.b.get(j)? {
+                b'"' => break,
+                b'\\' | 0..=0x1f => return None,
+                _ => j += 1,
+            }
+        }
+        if self.b.get(j + 1) != Some(&b',') {
+            return None;
+        }
+        // Both ends sit next to an ASCII quote, so they are character boundaries.
+        let key = self.s.get(start..j)?;
+        let at = self.i;
+        self.i = j + 2;
+        let value = match self.b.get(self.i) {
+            Some(b'n') if self.b.get(self.i..self.i + 5) == Some(b"null]") => {
+                self.i += 4;
+                Some(None)
+            }
+            Some(b'0'..=b'9') => self.number().map(Some),
+            _ => None,
+        };
+        match value {
+            Some(value) if self.b.get(self.i) == Some(&b']') => {
+                self.i += 1;
+                Some(OpRef {
+                    kind,
+                    key: NameRef::Str(key),
+                    value,
+                    app: None,
+                })
+            }
+            _ => {
+                self.i = at;
+                None
+            }
+        }
     }
 
     fn ops(&mut self, ops: &mut Vec<OpRef<'a>>) -> Option<()> {
@@ -345,6 +400,38 @@ mod tests {
             "",
         ] {
             refused(t);
+        }
+    }
+
+    /// Operations written without blanks (read by fixed bytes) scan as the same operations
+    /// with blanks (read token by token) do, or are refused alike.
+    #[test]
+    fn compact_operations_read_as_spaced_ones() {
+        for op in [
+            r#"["r","k1305",null]"#,
+            r#"["w","k7",18446744073709551615]"#,
+            r#"["r","",0]"#,
+            r#"["r","k\"1",2]"#,
+            r#"["r","k",null ]"#,
+            r#"["r","k",nullx]"#,
+            r#"["r","k",01]"#,
+            r#"["r","k",1.5]"#,
+            r#"["r","k",18446744073709551616]"#,
+            r#"["r","k",1,"app"]"#,
+            r#"["r","k",[1]]"#,
+            r#"["x","k",1]"#,
+            r#"["r",7,1]"#,
+            r#"["r","k"]"#,
+            r#"["r","k","#,
+        ] {
+            let spaced = op.replacen('[', "[ ", 1);
+            let line = |o: &str| format!(r#"{{"session":"s","txn":1,"ops":[{o},["w","x",1]]}}"#);
+            let (a, b) = (line(op), line(&spaced));
+            let (mut ops_a, mut ops_b) = (Vec::new(), Vec::new());
+            let got = scan(&a, &mut ops_a).map(|l| (l.first, l.end));
+            let want = scan(&b, &mut ops_b).map(|l| (l.first, l.end));
+            assert_eq!(got, want, "{op}");
+            assert_eq!(ops_a, ops_b, "{op}");
         }
     }
 
