@@ -88,10 +88,10 @@ impl Layout {
             .map(|&(lo, hi)| {
                 let mut c = vec![0u32; blocks];
                 for n in lo..hi {
-                    for o in h.ops(node_txn[n as usize - 1]) {
-                        if h.op_kind[o] != OpKind::Write {
-                            c[(h.op_key[o] >> BLOCK_BITS) as usize] += 1;
-                        }
+                    let ops = h.ops(node_txn[n as usize - 1]);
+                    let (kinds, keys) = (&h.op_kind[ops.clone()], &h.op_key[ops]);
+                    for (&kind, &k) in kinds.iter().zip(keys) {
+                        c[(k >> BLOCK_BITS) as usize] += u32::from(kind != OpKind::Write);
                     }
                 }
                 c

@@ -71,7 +71,8 @@ impl Resolution {
     }
 }
 
-/// The transaction of every operation (the layout stores only ranges), in parallel.
+/// The transaction of every operation (the layout stores only ranges), in parallel: the ops
+/// of a run of transactions are one slice, filled transaction by transaction.
 pub fn op_txns(h: &History) -> Vec<TxnId> {
     use rayon::prelude::*;
     let mut op_txn = vec![0 as TxnId; h.num_ops()];
@@ -79,23 +80,33 @@ pub fn op_txns(h: &History) -> Vec<TxnId> {
     if n == 0 {
         return op_txn;
     }
-    op_txn
-        .par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(i, chunk)| {
-            let lo = i * CHUNK;
-            // The first transaction whose ops end after `lo`.
-            let mut t = h.txn_ops[1..=n].partition_point(|&e| e as usize <= lo);
-            for (j, slot) in chunk.iter_mut().enumerate() {
-                let o = lo + j;
-                while t < n && h.txn_ops[t + 1] as usize <= o {
-                    t += 1;
-                }
-                if t < n && h.txn_ops[t] as usize <= o {
-                    *slot = t as TxnId;
-                }
-            }
-        });
+    // Runs of about CHUNK ops each, cut at transaction ends.
+    let mut runs: Vec<(usize, &mut [TxnId])> = Vec::new();
+    let mut rest: &mut [TxnId] = &mut op_txn[h.txn_ops[0] as usize..];
+    let (mut t, mut at) = (0, h.txn_ops[0] as usize);
+    while t < n {
+        let first = t;
+        while t < n && h.txn_ops[t + 1] as usize - at < CHUNK {
+            t += 1;
+        }
+        t = t.max(first + 1);
+        let end = h.txn_ops[t] as usize;
+        let (run, r) = std::mem::take(&mut rest).split_at_mut(end - at);
+        runs.push((first, run));
+        (rest, at) = (r, end);
+    }
+    runs.into_par_iter().for_each(|(first, run)| {
+        let base = h.txn_ops[first] as usize;
+        let mut t = first;
+        while base + run.len() > h.txn_ops[t] as usize && t < n {
+            let (lo, hi) = (
+                h.txn_ops[t] as usize - base,
+                h.txn_ops[t + 1] as usize - base,
+            );
+            run[lo..hi].fill(t as TxnId);
+            t += 1;
+        }
+    });
     op_txn
 }
 
