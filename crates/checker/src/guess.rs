@@ -12,7 +12,7 @@
 //! read-only transactions.
 
 use crate::graph::Choice;
-use krait_history::{History, OpId, Resolution, TxnId, TxnStatus, FROM_INIT, NO_TIME};
+use krait_history::{History, OpId, OpKind, Resolution, TxnId, TxnStatus, FROM_INIT, NO_TIME};
 
 /// Versions per scanned read at most: a read whose window holds more is left to the fallback.
 const MAX_SCAN: usize = 512;
@@ -36,13 +36,15 @@ impl<'a> Snapshots<'a> {
         // One pass over all ops, not a scan of the rest of the transaction per write: that was
         // quadratic in a transaction's size, and a proxy's initial state is one transaction of
         // a million writes.
-        let final_write = &crate::graph::final_writes(h);
+        let overwritten = &crate::graph::Overwritten::of(h);
         // A transaction installs its last write of each key.
         let installed = |t: usize| {
             let c = h.txn_commit[t];
             let ok = h.txn_status[t] == TxnStatus::Committed && c != NO_TIME;
             h.ops(t as TxnId)
-                .filter(move |&o| ok && final_write[o])
+                .filter(move |&o| {
+                    ok && h.op_kind[o] == OpKind::Write && !overwritten.contains(o as u32)
+                })
                 .map(move |o| (c, o))
         };
         let mut start = vec![0u32; h.keys.len() + 1];

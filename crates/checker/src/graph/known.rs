@@ -181,12 +181,13 @@ pub fn build(
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
     f.reads = match f.read_blocks.take() {
-        Some((layout, blocks)) if f.reads.is_empty() => layout.sorted(blocks),
-        blocks => {
+        // Facts laid out by block: never with list reads, the only facts stated after the pass.
+        Some(layout) => {
+            debug_assert!(f.reads.is_empty());
+            layout.sorted()
+        }
+        None => {
             let mut parts = std::mem::take(&mut f.read_parts);
-            if let Some((layout, b)) = blocks {
-                parts.push(layout.sorted(b));
-            }
             parts.push(std::mem::take(&mut f.reads));
             // A list read and the read of its last element may state the same read: sorted
             // without duplicates.

@@ -17,10 +17,10 @@ mod versions;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
 pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
-pub(crate) use participants::{final_writes, participants, Participants};
+pub(crate) use participants::{participants, Overwritten, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, Budgeted, ChainReach, Reach, ReachCtx};
-pub(crate) use read_facts::{sort_facts, Blocks, Layout, ReadFact, ReadOut};
+pub(crate) use read_facts::{sort_facts, Layout, ReadFact, ReadOut};
 pub(crate) use thin::{add_into, Spare, NO_COMP};
 
 use serde::Serialize;
@@ -233,7 +233,7 @@ pub(crate) struct Facts {
     /// Reads as the transactions' ranges stated them, in node order (joined by the sort).
     pub read_parts: Vec<Vec<ReadFact>>,
     /// Or, on a large history, the reads already in their key blocks (see `read_facts`).
-    pub read_blocks: Option<(Layout, Blocks)>,
+    pub read_blocks: Option<Layout>,
     pub writes: Vec<(u32, Node)>,
     pub rmws: Vec<(u32, Node, Node)>,
     pub amb: Vec<Choice>,

@@ -98,53 +98,47 @@ pub(crate) fn participants(
     })
 }
 
-/// Per op, whether it is its transaction's last write of its key (the only write another
-/// transaction may read): one backwards pass over every transaction.
-pub(crate) fn final_writes(h: &History) -> Vec<bool> {
-    let mut stamp = vec![u32::MAX; h.num_keys()];
-    let mut final_write = vec![false; h.num_ops()];
-    for t in 0..h.num_txns() as u32 {
-        for o in h.ops(t).rev() {
-            let k = h.op_key[o] as usize;
-            if h.op_kind[o] == OpKind::Write && stamp[k] != t {
-                stamp[k] = t;
-                final_write[o] = true;
-            }
-        }
-    }
-    final_write
-}
+/// The writes their own transaction overwrites later (a write of the same key after them): the
+/// intermediate versions no other transaction may read, usually none. Held as a sorted list
+/// rather than a flag per op: the flag, looked up at each read's writer, was a miss in memory
+/// per read on a large history, and the list is almost always empty.
+pub(crate) struct Overwritten(Vec<u32>);
 
-/// The writes their own transaction overwrites later (a write of the same key after them),
-/// sorted: the intermediate versions no other transaction may read, usually none. Asking this
-/// list is what the per-read pass does instead of a flag per op ([`final_writes`]): a flag
-/// looked up at each read's writer is a miss in memory per read on a large history.
-pub(crate) fn overwritten_writes(h: &History) -> Vec<u32> {
-    use rayon::prelude::*;
-    let mut out: Vec<u32> = (0..h.num_txns() as u32)
-        .into_par_iter()
-        .with_min_len(1 << 10)
-        .fold(
-            || (Vec::new(), Vec::new()),
-            |(mut out, mut w): (Vec<u32>, Vec<(u32, u32)>), t| {
-                w.clear();
-                w.extend(
-                    h.ops(t)
-                        .filter(|&o| h.op_kind[o] == OpKind::Write)
-                        .map(|o| (h.op_key[o], o as u32)),
-                );
-                if w.len() > 1 {
-                    w.sort_unstable();
-                    out.extend(w.windows(2).filter(|p| p[0].0 == p[1].0).map(|p| p[0].1));
-                }
-                (out, w)
-            },
-        )
-        .map(|(out, _)| out)
-        .reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            a
-        });
-    out.sort_unstable();
-    out
+impl Overwritten {
+    /// Found transaction by transaction, in parallel.
+    pub(crate) fn of(h: &History) -> Overwritten {
+        use rayon::prelude::*;
+        let mut out: Vec<u32> = (0..h.num_txns() as u32)
+            .into_par_iter()
+            .with_min_len(1 << 10)
+            .fold(
+                || (Vec::new(), Vec::new()),
+                |(mut out, mut w): (Vec<u32>, Vec<(u32, u32)>), t| {
+                    w.clear();
+                    w.extend(
+                        h.ops(t)
+                            .filter(|&o| h.op_kind[o] == OpKind::Write)
+                            .map(|o| (h.op_key[o], o as u32)),
+                    );
+                    if w.len() > 1 {
+                        w.sort_unstable();
+                        out.extend(w.windows(2).filter(|p| p[0].0 == p[1].0).map(|p| p[0].1));
+                    }
+                    (out, w)
+                },
+            )
+            .map(|(out, _)| out)
+            .reduce(Vec::new, |mut a, b| {
+                a.extend(b);
+                a
+            });
+        out.sort_unstable();
+        Overwritten(out)
+    }
+
+    /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
+    #[inline]
+    pub(crate) fn contains(&self, o: u32) -> bool {
+        !self.0.is_empty() && self.0.binary_search(&o).is_ok()
+    }
 }

@@ -35,6 +35,7 @@ impl ChainReach {
         let mut minpos = Vec::with_capacity((n + 1) * c);
         minpos.resize(c, u32::MAX);
         let mut row_of = vec![0u32; n];
+        let mut rows = 1;
         let mut row = vec![u32::MAX; c];
         for &x in order.iter().rev() {
             let xi = x as usize;
@@ -57,7 +58,8 @@ impl ChainReach {
             } else if row.iter().all(|&r| r == u32::MAX) {
                 continue;
             }
-            row_of[xi] = (minpos.len() / c) as u32;
+            row_of[xi] = rows;
+            rows += 1;
             minpos.extend_from_slice(&row);
         }
         ChainReach {

@@ -105,10 +105,9 @@ impl Layout {
         })
     }
 
-    /// Each range's places (block by block), and the facts once every place is written.
-    pub(crate) fn split(&mut self) -> (Vec<ReadOut<'_>>, Blocks) {
+    /// Each range's places, block by block.
+    pub(crate) fn split(&mut self) -> Vec<ReadOut<'_>> {
         let blocks = self.counts[0].len();
-        let ends = self.ends();
         let mut outs: Vec<Vec<&mut [ReadFact]>> = self
             .counts
             .iter()
@@ -122,14 +121,12 @@ impl Layout {
                 rest = r;
             }
         }
-        let outs = outs
-            .into_iter()
+        outs.into_iter()
             .map(|places| ReadOut::Places {
                 places,
                 fill: vec![0; blocks],
             })
-            .collect();
-        (outs, Blocks { ends })
+            .collect()
     }
 
     fn ends(&self) -> Vec<u32> {
@@ -143,17 +140,13 @@ impl Layout {
     }
 
     /// The facts, sorted and without duplicates, once every range's [`ReadOut`] is finished.
-    pub(crate) fn sorted(self, blocks: Blocks) -> Vec<ReadFact> {
+    pub(crate) fn sorted(self) -> Vec<ReadFact> {
+        let ends = self.ends();
         let mut v = self.v;
-        sort_blocks(&mut v, &blocks.ends);
+        sort_blocks(&mut v, &ends);
         compact(&mut v);
         v
     }
-}
-
-/// Where each key block of a [`Layout`] ends.
-pub(crate) struct Blocks {
-    ends: Vec<u32>,
 }
 
 /// Sorts (key, writer, reader) facts, given in parts to be read one after another, and drops
@@ -384,14 +377,13 @@ mod tests {
                 v: vec![(7, 7, 7); total],
                 counts,
             };
-            let (outs, ends) = layout.split();
-            for (mut out, part) in outs.into_iter().zip(&p) {
+            for (mut out, part) in layout.split().into_iter().zip(&p) {
                 for &r in part {
                     out.push(r);
                 }
                 assert!(out.finish().is_empty());
             }
-            assert_eq!(layout.sorted(ends), want, "{n} facts");
+            assert_eq!(layout.sorted(), want, "{n} facts");
         }
     }
 }

@@ -3,9 +3,8 @@
 //! are made of — stated for ranges of transactions in parallel and joined in node order, so the
 //! result (and the first finding) is the one a single pass would give.
 
-use super::participants::overwritten_writes;
 use super::thin::{EdgeSink, WrThinner};
-use super::{Built, Choice, EdgeKind, Facts, Label, Layout, Node, ReadOut, INIT};
+use super::{Built, Choice, EdgeKind, Facts, Label, Layout, Node, Overwritten, ReadOut, INIT};
 use crate::findings::{Finding, NoWriter};
 use krait_history::{History, OpKind, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY};
 use rayon::prelude::*;
@@ -19,18 +18,12 @@ pub(super) fn all_facts(
     b: &mut Built,
     thin: bool,
 ) -> Result<Facts, Finding> {
-    let overwritten = overwritten_writes(h);
+    let overwritten = Overwritten::of(h);
     let ranges = node_ranges(h, b, rayon::current_num_threads() * 2);
     let mut layout = Layout::of(h, &b.node_txn, &ranges);
-    let (outs, blocks) = match layout.as_mut() {
-        Some(l) => {
-            let (outs, blocks) = l.split();
-            (outs, Some(blocks))
-        }
-        None => (
-            ranges.iter().map(|_| ReadOut::List(Vec::new())).collect(),
-            None,
-        ),
+    let outs = match layout.as_mut() {
+        Some(l) => l.split(),
+        None => ranges.iter().map(|_| ReadOut::List(Vec::new())).collect(),
     };
     let bref: &Built = b;
     let parts: Vec<Result<(Facts, EdgeSink), Finding>> = ranges
@@ -61,7 +54,7 @@ pub(super) fn all_facts(
     let mut all = Facts::default();
     // The first finding in node order is the one to report.
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
-    all.read_blocks = layout.zip(blocks);
+    all.read_blocks = layout;
     // Joined into arrays sized once: grown by doubling, each would be copied again and again.
     let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
     b.edges.reserve(total(|p| p.1.edges.len()));
@@ -108,8 +101,7 @@ fn node_ranges(h: &History, b: &Built, parts: usize) -> Vec<(Node, Node)> {
 /// using it (so a transaction of many ops finds its key's slot at once), and where read facts
 /// go.
 struct KeySlots<'a> {
-    /// Writes overwritten by their own transaction, sorted.
-    overwritten: &'a [u32],
+    overwritten: &'a Overwritten,
     stamp: Vec<u32>,
     slot: Vec<u32>,
     /// (key, last own write op, external source, first external read op)
@@ -123,7 +115,7 @@ struct KeySlots<'a> {
 }
 
 impl<'a> KeySlots<'a> {
-    fn new(h: &History, overwritten: &'a [u32], reads: ReadOut<'a>) -> KeySlots<'a> {
+    fn new(h: &History, overwritten: &'a Overwritten, reads: ReadOut<'a>) -> KeySlots<'a> {
         KeySlots {
             reads,
             overwritten,
@@ -133,10 +125,6 @@ impl<'a> KeySlots<'a> {
             wr_stamp: vec![u32::MAX; h.num_txns() + 1],
             wr_buf: Vec::new(),
         }
-    }
-    /// Whether write op `o` is overwritten by its own transaction (an intermediate version).
-    fn overwritten(&self, o: u32) -> bool {
-        !self.overwritten.is_empty() && self.overwritten.binary_search(&o).is_ok()
     }
 }
 
@@ -213,7 +201,7 @@ fn txn_facts(
             if !inc[w as usize] {
                 return Err(Finding::AbortedRead { op });
             }
-            if ks.overwritten(src) {
+            if ks.overwritten.contains(src) {
                 return Err(Finding::IntermediateRead { op });
             }
         }
@@ -309,7 +297,7 @@ fn viable_writer(
             NoWriter::Own
         } else if !inc[w as usize] {
             NoWriter::NotCommitted
-        } else if ks.overwritten(c) {
+        } else if ks.overwritten.contains(c) {
             NoWriter::Overwritten
         } else {
             ok.push(c);

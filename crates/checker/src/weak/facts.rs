@@ -5,7 +5,7 @@
 
 use crate::findings::Finding;
 use crate::graph::{
-    final_writes, participants, walk_sessions, EdgeKind, Label, Node, Participants, INIT, NO_KEY,
+    participants, walk_sessions, EdgeKind, Label, Node, Overwritten, Participants, INIT, NO_KEY,
 };
 use krait_history::{History, OpKind, Resolution, TxnId, FROM_INIT, FROM_NOBODY};
 
@@ -57,7 +57,7 @@ impl Facts {
             txn_node,
         } = participants(h, r, committed_unknown)?;
         let n = node_txn.len() + 1;
-        let final_write = final_writes(h);
+        let overwritten = Overwritten::of(h);
         let mut stamp = vec![u32::MAX; h.num_keys()];
         let mut own = vec![0u32; h.num_keys()];
         let mut wr_stamp = vec![u32::MAX; n];
@@ -118,7 +118,7 @@ impl Facts {
                         if !inc[wt as usize] {
                             return Err(Finding::AbortedRead { op });
                         }
-                        if !final_write[s as usize] {
+                        if overwritten.contains(s) {
                             return Err(Finding::IntermediateRead { op });
                         }
                         txn_node[wt as usize]

@@ -54,7 +54,7 @@ pub(crate) fn run(
             return Ok(Report { level: name, ..rep });
         }
     }
-    let final_write = crate::graph::final_writes(h);
+    let overwritten = crate::graph::Overwritten::of(h);
     let doubt: Vec<(u32, Vec<u32>)> = r
         .ambiguous
         .iter()
@@ -63,7 +63,7 @@ pub(crate) fn run(
             let some: Vec<u32> = all
                 .iter()
                 .copied()
-                .filter(|&w| !opts.weak_prune_candidates || possible(h, &r, &final_write, o, w))
+                .filter(|&w| !opts.weak_prune_candidates || possible(h, &r, &overwritten, o, w))
                 .collect();
             // None possible: any one shows why (each breaks every level).
             (
@@ -356,12 +356,18 @@ fn likeliest(h: &History, r: &Resolution, read: u32, cands: &[u32]) -> usize {
 /// write of an aborted transaction (an aborted read), nor one its transaction overwrote (an
 /// intermediate read), nor a later write of the reader's own (a future read). Each of those
 /// breaks every level, so a choice that makes one is never the one that passes.
-fn possible(h: &History, r: &Resolution, final_write: &[bool], read: u32, w: u32) -> bool {
+fn possible(
+    h: &History,
+    r: &Resolution,
+    overwritten: &crate::graph::Overwritten,
+    read: u32,
+    w: u32,
+) -> bool {
     if w >= krait_history::FROM_AMBIGUOUS {
         return true;
     }
     let t = r.op_txn[w as usize];
     h.txn_status[t as usize] != krait_history::TxnStatus::Aborted
-        && final_write[w as usize]
+        && !overwritten.contains(w)
         && !(t == r.op_txn[read as usize] && w > read)
 }

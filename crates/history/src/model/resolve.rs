@@ -80,31 +80,24 @@ pub fn op_txns(h: &History) -> Vec<TxnId> {
     if n == 0 {
         return op_txn;
     }
-    // Runs of about CHUNK ops each, cut at transaction ends.
-    let mut runs: Vec<(usize, &mut [TxnId])> = Vec::new();
+    // Runs of whole transactions, about CHUNK ops each: (first, end) and their ops.
+    let mut runs: Vec<(usize, usize, &mut [TxnId])> = Vec::new();
     let mut rest: &mut [TxnId] = &mut op_txn[h.txn_ops[0] as usize..];
-    let (mut t, mut at) = (0, h.txn_ops[0] as usize);
-    while t < n {
-        let first = t;
-        while t < n && h.txn_ops[t + 1] as usize - at < CHUNK {
-            t += 1;
+    let mut first = 0;
+    while first < n {
+        let at = h.txn_ops[first] as usize;
+        let mut end = first + 1;
+        while end < n && (h.txn_ops[end + 1] as usize) - at < CHUNK {
+            end += 1;
         }
-        t = t.max(first + 1);
-        let end = h.txn_ops[t] as usize;
-        let (run, r) = std::mem::take(&mut rest).split_at_mut(end - at);
-        runs.push((first, run));
-        (rest, at) = (r, end);
+        let (run, r) = std::mem::take(&mut rest).split_at_mut(h.txn_ops[end] as usize - at);
+        runs.push((first, end, run));
+        (rest, first) = (r, end);
     }
-    runs.into_par_iter().for_each(|(first, run)| {
+    runs.into_par_iter().for_each(|(first, end, run)| {
         let base = h.txn_ops[first] as usize;
-        let mut t = first;
-        while base + run.len() > h.txn_ops[t] as usize && t < n {
-            let (lo, hi) = (
-                h.txn_ops[t] as usize - base,
-                h.txn_ops[t + 1] as usize - base,
-            );
-            run[lo..hi].fill(t as TxnId);
-            t += 1;
+        for t in first..end {
+            run[h.txn_ops[t] as usize - base..h.txn_ops[t + 1] as usize - base].fill(t as TxnId);
         }
     });
     op_txn
