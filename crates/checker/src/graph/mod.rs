@@ -4,6 +4,7 @@
 //! (`paths`) and the reachability index pruning asks (`reach`).
 
 mod choices;
+mod csr;
 mod known;
 mod lists;
 mod participants;
@@ -16,6 +17,7 @@ mod txn_facts;
 mod versions;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
+pub use csr::Csr;
 pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
 pub(crate) use participants::{participants, Overwritten, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
@@ -83,49 +85,6 @@ impl Label {
             key,
             constraint: NO_CONSTRAINT,
         }
-    }
-}
-
-/// Adjacency in compressed rows: `targets[start[u]..start[u+1]]` are u's successors, with the
-/// edge's index into the edge list alongside.
-pub struct Csr {
-    pub start: Vec<u32>,
-    pub targets: Vec<(Node, u32)>,
-}
-
-impl Csr {
-    pub fn build(n: usize, edges: &[(Node, Node)], reverse: bool) -> Csr {
-        Csr::build_from(n, || {
-            edges
-                .iter()
-                .map(move |&(u, v)| if reverse { (v, u) } else { (u, v) })
-        })
-    }
-    /// [`Csr::build`] from edges made twice on demand (once to count, once to place), so a
-    /// graph spread over several lists needs no copy of them all in one: on a million
-    /// transactions that copy, with its labels, was most of a weak level's peak memory.
-    /// Each target carries its edge's index in the order `edges` gives them.
-    pub fn build_from<I: Iterator<Item = (Node, Node)>>(n: usize, edges: impl Fn() -> I) -> Csr {
-        let mut start = vec![0u32; n + 1];
-        let mut m = 0usize;
-        for (s, _) in edges() {
-            start[s as usize + 1] += 1;
-            m += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut targets = vec![(0, 0); m];
-        for (i, (s, t)) in edges().enumerate() {
-            targets[fill[s as usize] as usize] = (t, i as u32);
-            fill[s as usize] += 1;
-        }
-        Csr { start, targets }
-    }
-    #[inline]
-    pub fn succ(&self, u: Node) -> &[(Node, u32)] {
-        &self.targets[self.start[u as usize] as usize..self.start[u as usize + 1] as usize]
     }
 }
 

@@ -6,31 +6,32 @@ use super::{Built, Csr, Label, Node};
 /// Reachability over a DAG covered by chains (sessions): for every node, the earliest position
 /// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
 /// chains at most; nodes on no chain (gates) are answered through their predecessors.
+///
+/// The chains are split into groups of columns, each built on a thread of its own: a node's
+/// row is the minimum of its successors' rows, column by column, so columns do not depend on
+/// one another.
 pub struct ChainReach {
-    nchains: usize,
     /// chain and position of each node; chain u32::MAX for nodes on no chain.
     chain_of: Vec<(u32, u32)>,
-    /// Each node's row of `minpos`: row 0, shared, for the nodes that reach no chain (gates
-    /// nothing follows yet, most nodes of a read-heavy graph before pruning decides anything:
-    /// a row each was three quarters of the index, written and never read).
+    /// Per chain, its group of columns and its column there.
+    col: Vec<(u32, u32)>,
+    groups: Vec<Columns>,
+}
+
+/// The index's columns for chains `lo..lo + width`.
+struct Columns {
+    lo: u32,
+    width: usize,
+    /// Each node's row of `minpos`: row 0, shared, for the nodes that reach none of these
+    /// chains (gates nothing follows yet, most nodes of a read-heavy graph before pruning
+    /// decides anything: a row each was three quarters of the index, written and never read).
     row_of: Vec<u32>,
     minpos: Vec<u32>,
 }
 
-impl ChainReach {
-    /// Memory the index may need (the bound [`ChainReach::build`] is held to).
-    pub fn memory_needed(n: usize, nchains: usize) -> usize {
-        n * nchains * 4
-    }
-
-    pub fn build(
-        n: usize,
-        nchains: usize,
-        chain_of: Vec<(u32, u32)>,
-        csr: &Csr,
-        order: &[Node],
-    ) -> ChainReach {
-        let c = nchains;
+impl Columns {
+    fn build(lo: u32, width: usize, chain_of: &[(u32, u32)], csr: &Csr, order: &[Node]) -> Columns {
+        let (n, c) = (chain_of.len(), width);
         // Room for every row; what no row takes is never touched, so costs nothing.
         let mut minpos = Vec::with_capacity((n + 1) * c);
         minpos.resize(c, u32::MAX);
@@ -53,8 +54,9 @@ impl ChainReach {
                 }
             }
             let (ch, pos) = chain_of[xi];
-            if ch != u32::MAX {
-                row[ch as usize] = row[ch as usize].min(pos);
+            let mine = ch.wrapping_sub(lo) as usize;
+            if mine < c {
+                row[mine] = row[mine].min(pos);
             } else if row.iter().all(|&r| r == u32::MAX) {
                 continue;
             }
@@ -62,11 +64,59 @@ impl ChainReach {
             rows += 1;
             minpos.extend_from_slice(&row);
         }
-        ChainReach {
-            nchains: c,
-            chain_of,
+        Columns {
+            lo,
+            width,
             row_of,
             minpos,
+        }
+    }
+}
+
+impl ChainReach {
+    /// Memory the index may need (the bound [`ChainReach::build`] is held to).
+    pub fn memory_needed(n: usize, nchains: usize) -> usize {
+        n * nchains * 4
+    }
+
+    pub fn build(
+        n: usize,
+        nchains: usize,
+        chain_of: Vec<(u32, u32)>,
+        csr: &Csr,
+        order: &[Node],
+    ) -> ChainReach {
+        // Groups of at least 8 columns: a narrower one pays the walk over every edge for
+        // little merging.
+        let groups = rayon::current_num_threads().min(nchains.div_ceil(8));
+        ChainReach::build_in(n, nchains, chain_of, csr, order, groups.max(1))
+    }
+
+    /// [`ChainReach::build`] in `groups` groups of columns.
+    fn build_in(
+        n: usize,
+        nchains: usize,
+        chain_of: Vec<(u32, u32)>,
+        csr: &Csr,
+        order: &[Node],
+        groups: usize,
+    ) -> ChainReach {
+        use rayon::prelude::*;
+        debug_assert_eq!(chain_of.len(), n);
+        let bounds: Vec<usize> = (0..=groups).map(|g| g * nchains / groups).collect();
+        let built: Vec<Columns> = bounds
+            .par_windows(2)
+            .map(|w| Columns::build(w[0] as u32, w[1] - w[0], &chain_of, csr, order))
+            .collect();
+        let mut col = Vec::with_capacity(nchains);
+        for (g, cols) in built.iter().enumerate() {
+            col.extend((0..cols.width as u32).map(|i| (g as u32, i)));
+        }
+        debug_assert!(built.iter().all(|g| col[g.lo as usize].1 == 0));
+        ChainReach {
+            chain_of,
+            col,
+            groups: built,
         }
     }
 
@@ -78,7 +128,9 @@ impl ChainReach {
     /// The earliest position on chain `ch` that `x` reaches (`u32::MAX`: none).
     #[inline]
     pub fn first_reached(&self, x: Node, ch: u32) -> u32 {
-        self.minpos[self.row_of[x as usize] as usize * self.nchains + ch as usize]
+        let (g, i) = self.col[ch as usize];
+        let g = &self.groups[g as usize];
+        g.minpos[g.row_of[x as usize] as usize * g.width + i as usize]
     }
     /// x ⇝ y for y on a chain.
     #[inline]
@@ -265,6 +317,80 @@ mod tests {
     fn path() -> (Csr, Vec<u32>) {
         let edges: Vec<(Node, Node)> = (0..9).map(|i| (i, i + 1)).collect();
         (Csr::build(10, &edges, false), (0..10).collect())
+    }
+
+    /// On random DAGs over chains and gates, every node's first position reached on every
+    /// chain is the one a search finds, however the columns are grouped.
+    #[test]
+    fn the_index_answers_as_searches_do_in_any_grouping() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for (nchains, per_chain, gates, extra) in [(1, 5, 3, 10), (9, 6, 20, 80), (20, 8, 60, 300)]
+        {
+            let n = nchains * per_chain + gates;
+            // A random order of the nodes; edges go forward in it.
+            let mut order: Vec<Node> = (0..n as Node).collect();
+            for i in (1..n).rev() {
+                order.swap(i, next(i as u64 + 1) as usize);
+            }
+            let mut chain_of = vec![(u32::MAX, 0); n];
+            let mut seen = vec![0u32; nchains];
+            let mut edges = Vec::new();
+            let mut last: Vec<Option<Node>> = vec![None; nchains];
+            for &x in &order {
+                if (x as usize) < nchains * per_chain {
+                    let ch = x as usize % nchains;
+                    chain_of[x as usize] = (ch as u32, seen[ch]);
+                    seen[ch] += 1;
+                    if let Some(p) = last[ch] {
+                        edges.push((p, x));
+                    }
+                    last[ch] = Some(x);
+                }
+            }
+            let pos: Vec<usize> = {
+                let mut p = vec![0; n];
+                for (i, &x) in order.iter().enumerate() {
+                    p[x as usize] = i;
+                }
+                p
+            };
+            for _ in 0..extra {
+                let (a, b) = (next(n as u64) as Node, next(n as u64) as Node);
+                if pos[a as usize] < pos[b as usize] {
+                    edges.push((a, b));
+                }
+            }
+            let csr = Csr::build(n, &edges, false);
+            for groups in [1, 2, 3, nchains] {
+                let cr = ChainReach::build_in(n, nchains, chain_of.clone(), &csr, &order, groups);
+                for x in 0..n as Node {
+                    let mut first = vec![u32::MAX; nchains];
+                    let mut stack = vec![x];
+                    let mut seen = vec![false; n];
+                    seen[x as usize] = true;
+                    while let Some(u) = stack.pop() {
+                        let (ch, p) = chain_of[u as usize];
+                        if ch != u32::MAX {
+                            first[ch as usize] = first[ch as usize].min(p);
+                        }
+                        for &(v, _) in csr.succ(u) {
+                            if !std::mem::replace(&mut seen[v as usize], true) {
+                                stack.push(v);
+                            }
+                        }
+                    }
+                    for (ch, &want) in first.iter().enumerate() {
+                        assert_eq!(cr.first_reached(x, ch as u32), want, "groups {groups}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -202,22 +202,24 @@ pub(super) fn prune(
                 (0, Some(&first_impossible)) => (2 - u8::from(first_impossible), false),
                 _ => (d & !IMPLIED, d & IMPLIED != 0),
             };
-            let c = &b.constraints[ci as usize];
-            let (key, (tail, head), (lo, hi)) = match d {
-                0 => {
-                    next.push(ci);
-                    continue;
-                }
-                1 => (c.key, (c.b.1, c.a.0), c.second),
-                _ => (c.key, (c.a.1, c.b.0), c.first),
-            };
+            if d == 0 {
+                next.push(ci);
+                continue;
+            }
             changed = true;
             b.decided[ci as usize] = if d == 1 { Known::False } else { Known::True };
             if skip {
                 // Paths the known graph has already say it: the same reachability without
-                // another edge (dense contended keys decide millions of these).
+                // another edge (dense contended keys decide millions of these, so their
+                // constraints are not even read here).
                 continue;
             }
+            let c = &b.constraints[ci as usize];
+            let (key, (tail, head), (lo, hi)) = if d == 1 {
+                (c.key, (c.b.1, c.a.0), c.second)
+            } else {
+                (c.key, (c.a.1, c.b.0), c.first)
+            };
             // The version order chosen, tail before head, stated as well as the readers' edge,
             // so a cycle through the versions alone shows as the write cycle it is.
             let add = &b.cedges[lo as usize..hi as usize];
@@ -301,16 +303,28 @@ fn reach_index(
 /// each session).
 fn thin_by_chains(batch: &mut Vec<(graph::Node, graph::Node, Label)>, chain_of: &[(u32, u32)]) {
     let at = |x: graph::Node| chain_of.get(x as usize).copied().unwrap_or((u32::MAX, 0));
+    // Each edge sorted with its key beside it: a key looked up per comparison was a scattered
+    // read of the chain table each time, most of this pass on a large round.
+    let pair = |hi: graph::Node, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
     // From one node into one chain: the earliest target.
-    batch.sort_unstable_by_key(|&(u, v, _)| (u, at(v).0, at(v).1));
-    batch.dedup_by(|later, first| {
-        let (c, _) = at(later.1);
-        later.0 == first.0 && c != u32::MAX && c == at(first.1).0
-    });
+    let mut keyed: Vec<(u64, u32, _)> = batch
+        .drain(..)
+        .map(|e| {
+            let (c, p) = at(e.1);
+            (pair(e.0, c), p, e)
+        })
+        .collect();
+    keyed.sort_unstable_by_key(|k| (k.0, k.1));
+    keyed.dedup_by(|later, first| later.0 == first.0 && later.0 as u32 != u32::MAX);
     // Into one node from one chain: the latest source.
-    batch.sort_unstable_by_key(|&(u, v, _)| (v, at(u).0, std::cmp::Reverse(at(u).1)));
-    batch.dedup_by(|later, first| {
-        let (c, _) = at(later.0);
-        later.1 == first.1 && c != u32::MAX && c == at(first.0).0
-    });
+    let mut keyed: Vec<(u64, u32, _)> = keyed
+        .into_iter()
+        .map(|(_, _, e)| {
+            let (c, p) = at(e.0);
+            (pair(e.1, c), p, e)
+        })
+        .collect();
+    keyed.sort_unstable_by_key(|k| (k.0, std::cmp::Reverse(k.1)));
+    keyed.dedup_by(|later, first| later.0 == first.0 && later.0 as u32 != u32::MAX);
+    batch.extend(keyed.into_iter().map(|(_, _, e)| e));
 }
