@@ -73,6 +73,10 @@ impl Columns {
     }
 }
 
+/// From this many cells (nodes × chains) on, the index is built in groups of columns at once:
+/// read-heavy 80k transactions, 327k nodes × 36 sessions, builds in 40 ms instead of 50–66.
+const GROUPS_FROM: usize = 4 << 20;
+
 impl ChainReach {
     /// Memory the index may need (the bound [`ChainReach::build`] is held to).
     pub fn memory_needed(n: usize, nchains: usize) -> usize {
@@ -86,9 +90,15 @@ impl ChainReach {
         csr: &Csr,
         order: &[Node],
     ) -> ChainReach {
-        // Groups of at least 8 columns: a narrower one pays the walk over every edge for
-        // little merging.
-        let groups = rayon::current_num_threads().min(nchains.div_ceil(8));
+        // Each group walks every edge and merges rows narrower than one group's would be,
+        // which costs more in all (a 24-session history of 100k transactions: 16 % more
+        // instructions for the whole check, for no time saved on two cores). Only a large
+        // index is split, into groups of 16 columns at least.
+        let groups = if n * nchains >= GROUPS_FROM {
+            rayon::current_num_threads().min(nchains / 16)
+        } else {
+            1
+        };
         ChainReach::build_in(n, nchains, chain_of, csr, order, groups.max(1))
     }
 
