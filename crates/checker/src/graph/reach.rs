@@ -7,9 +7,9 @@ use super::{Built, Csr, Label, Node};
 /// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
 /// chains at most; nodes on no chain (gates) are answered through their predecessors.
 ///
-/// The chains are split into groups of columns, each built on a thread of its own: a node's
-/// row is the minimum of its successors' rows, column by column, so columns do not depend on
-/// one another.
+/// A large index splits the chains into groups of columns, each built on a thread of its own:
+/// a node's row is the minimum of its successors' rows, column by column, so columns do not
+/// depend on one another.
 pub struct ChainReach {
     /// chain and position of each node; chain u32::MAX for nodes on no chain.
     chain_of: Vec<(u32, u32)>,
