@@ -134,13 +134,8 @@ mod tests {
     /// each row, of the plain one, forwards and reversed, for any number of parts.
     #[test]
     fn parallel_rows_are_the_plain_ones() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = super::super::test_rng::Rng(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move |n: u64| rng.below(n);
         for (n, m) in [(1usize, 50usize), (7, 1000), (300, 20_000), (5000, 60_000)] {
             let edges: Vec<(Node, Node)> = (0..m)
                 .map(|_| {

@@ -12,6 +12,8 @@ mod paths;
 mod reach;
 mod read_facts;
 mod split;
+#[cfg(test)]
+mod test_rng;
 mod thin;
 mod txn_facts;
 mod versions;

@@ -333,13 +333,8 @@ mod tests {
     /// chain is the one a search finds, however the columns are grouped.
     #[test]
     fn the_index_answers_as_searches_do_in_any_grouping() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = super::super::test_rng::Rng(0x2545_f491_4f6c_dd1du64);
+        let mut next = move |n: u64| rng.below(n);
         for (nchains, per_chain, gates, extra) in [(1, 5, 3, 10), (9, 6, 20, 80), (20, 8, 60, 300)]
         {
             let n = nchains * per_chain + gates;
