@@ -17,6 +17,8 @@ mod follow;
 mod formats;
 mod fxhash;
 mod model;
+#[cfg(test)]
+mod test_rng;
 mod xxh64;
 
 pub use error::{InputError, Location, Warning};

@@ -150,8 +150,9 @@ impl Layout {
 }
 
 /// Sorts (key, writer, reader) facts, given in parts to be read one after another, and drops
-/// duplicates. The first level is a scatter straight from the parts (joining them first was
-/// another copy of every read), each part on a thread of its own.
+/// duplicates. The first level places each part's facts in its key blocks, as a large
+/// history's per-transaction pass does ([`Layout`]), each part on a thread of its own (joining
+/// them first was another copy of every read).
 pub(crate) fn sort_facts(
     parts: Vec<Vec<ReadFact>>,
     num_keys: usize,
@@ -165,24 +166,45 @@ pub(crate) fn sort_facts(
         return v;
     }
     let blocks = (num_keys >> BLOCK_BITS) + 1;
-    let mut v = vec![(0, 0, 0); total];
     let in_reader_order = parts.par_iter().all(|p| p.is_sorted_by_key(|r| r.2))
         && parts
             .iter()
             .filter_map(|p| Some((p.first()?.2, p.last()?.2)))
             .is_sorted_by(|a, b| a.1 <= b.0);
-    let ends = if in_reader_order {
-        counting_sort_parts(&parts, &mut v, blocks, |r| r.0 >> BLOCK_BITS)
+    let parts = if in_reader_order {
+        parts
     } else {
-        // Facts stated out of reader order (list reads): by reader first.
+        // Facts stated out of reader order (list reads): by reader first, as one part.
         let mut by_reader = vec![(0, 0, 0); total];
         counting_sort_into(parts.iter().flatten(), &mut by_reader, num_nodes, |r| r.2);
-        counting_sort_into(by_reader.iter(), &mut v, blocks, |r| r.0 >> BLOCK_BITS)
+        vec![by_reader]
     };
+    let counts = parts
+        .par_iter()
+        .map(|p| {
+            let mut c = vec![0u32; blocks];
+            for r in p {
+                c[(r.0 >> BLOCK_BITS) as usize] += 1;
+            }
+            c
+        })
+        .collect();
+    let mut layout = Layout {
+        v: vec![(0, 0, 0); total],
+        counts,
+    };
+    layout
+        .split()
+        .into_par_iter()
+        .zip(parts.par_iter())
+        .for_each(|(mut out, part)| {
+            for &r in part {
+                out.push(r);
+            }
+            out.finish();
+        });
     drop(parts);
-    sort_blocks(&mut v, &ends);
-    compact(&mut v);
-    v
+    layout.sorted()
 }
 
 /// The second level: each block (ending at `ends`), in cache and in parallel, by key (holes
@@ -232,51 +254,6 @@ fn compact(v: &mut Vec<ReadFact>) {
     v.truncate(kept);
 }
 
-/// A stable counting sort of `parts`, read one after another, by `field` (below `range`) into
-/// `to` (as long as they are together), each part counted and scattered on a thread of its own
-/// into the places of `to` that are its; returns where each value's run ends.
-fn counting_sort_parts(
-    parts: &[Vec<ReadFact>],
-    to: &mut [ReadFact],
-    range: usize,
-    field: impl Fn(&ReadFact) -> u32 + Sync,
-) -> Vec<u32> {
-    let counts: Vec<Vec<u32>> = parts
-        .par_iter()
-        .map(|p| {
-            let mut c = vec![0u32; range];
-            for r in p {
-                c[field(r) as usize] += 1;
-            }
-            c
-        })
-        .collect();
-    // Value by value, part by part: the order of a stable sort.
-    let mut places: Vec<Vec<&mut [ReadFact]>> =
-        parts.iter().map(|_| Vec::with_capacity(range)).collect();
-    let mut ends = Vec::with_capacity(range);
-    let mut rest = to;
-    let mut at = 0u32;
-    for v in 0..range {
-        for (c, p) in counts.iter().zip(&mut places) {
-            let (mine, r) = std::mem::take(&mut rest).split_at_mut(c[v] as usize);
-            p.push(mine);
-            rest = r;
-            at += c[v];
-        }
-        ends.push(at);
-    }
-    parts.par_iter().zip(places).for_each(|(part, mut places)| {
-        let mut fill = vec![0usize; range];
-        for &r in part {
-            let f = field(&r) as usize;
-            places[f][fill[f]] = r;
-            fill[f] += 1;
-        }
-    });
-    ends
-}
-
 /// A stable counting sort of `from` by `field` (below `range`) into `to` (as long); returns
 /// where each value's run ends.
 fn counting_sort_into<'a>(
@@ -307,13 +284,8 @@ mod tests {
 
     /// Facts in reader order, split into parts, of `keys` keys and `nodes` nodes.
     fn facts(n: usize, keys: u32, nodes: u32, parts: usize, seed: u64) -> Vec<Vec<ReadFact>> {
-        let mut x = seed;
-        let mut next = move |m: u32| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % m as u64) as u32
-        };
+        let mut rng = super::super::test_rng::Rng(seed);
+        let mut next = move |m: u32| rng.below(m.into()) as u32;
         let mut all: Vec<ReadFact> = (0..n)
             .map(|_| (next(keys), next(nodes), next(nodes)))
             .collect();

@@ -303,28 +303,30 @@ fn reach_index(
 /// each session).
 fn thin_by_chains(batch: &mut Vec<(graph::Node, graph::Node, Label)>, chain_of: &[(u32, u32)]) {
     let at = |x: graph::Node| chain_of.get(x as usize).copied().unwrap_or((u32::MAX, 0));
-    // Each edge sorted with its key beside it: a key looked up per comparison was a scattered
-    // read of the chain table each time, most of this pass on a large round.
-    let pair = |hi: graph::Node, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
+    let pair = |node: graph::Node, chain: u32| (u64::from(node) << 32) | u64::from(chain);
     // From one node into one chain: the earliest target.
-    let mut keyed: Vec<(u64, u32, _)> = batch
-        .drain(..)
-        .map(|e| {
-            let (c, p) = at(e.1);
-            (pair(e.0, c), p, e)
-        })
-        .collect();
-    keyed.sort_unstable_by_key(|k| (k.0, k.1));
-    keyed.dedup_by(|later, first| later.0 == first.0 && later.0 as u32 != u32::MAX);
+    let kept = first_of_each(std::mem::take(batch).into_iter(), |e| {
+        let (c, p) = at(e.1);
+        (pair(e.0, c), p)
+    });
     // Into one node from one chain: the latest source.
-    let mut keyed: Vec<(u64, u32, _)> = keyed
-        .into_iter()
-        .map(|(_, _, e)| {
-            let (c, p) = at(e.0);
-            (pair(e.1, c), p, e)
-        })
-        .collect();
-    keyed.sort_unstable_by_key(|k| (k.0, std::cmp::Reverse(k.1)));
-    keyed.dedup_by(|later, first| later.0 == first.0 && later.0 as u32 != u32::MAX);
-    batch.extend(keyed.into_iter().map(|(_, _, e)| e));
+    let kept = first_of_each(kept, |e| {
+        let (c, p) = at(e.0);
+        (pair(e.1, c), u32::MAX - p)
+    });
+    batch.extend(kept);
+}
+
+/// `edges` sorted by `key` (a group, a node and a chain; then a rank), only the first of each
+/// group kept where the group's chain is one (u32::MAX: on none, every edge kept). Each edge is
+/// sorted with its key beside it: a key looked up per comparison was a scattered read of the
+/// chain table each time, most of this pass on a large round.
+fn first_of_each<E>(
+    edges: impl Iterator<Item = E>,
+    key: impl Fn(&E) -> (u64, u32),
+) -> impl Iterator<Item = E> {
+    let mut keyed: Vec<((u64, u32), E)> = edges.map(|e| (key(&e), e)).collect();
+    keyed.sort_unstable_by_key(|k| k.0);
+    keyed.dedup_by(|later, first| later.0 .0 == first.0 .0 && later.0 .0 as u32 != u32::MAX);
+    keyed.into_iter().map(|(_, e)| e)
 }

@@ -5,12 +5,12 @@
 //! must read back the same and resolve to the same problems.
 
 use super::cobra_part::read_all;
-use super::test_rng::Rng;
 use crate::error::Warning;
 use crate::model::{
     resolve, CobraClaims, History, HistoryBuilder, OpKind, DELETE_WRITE_ID, FENCE_KEY_HASH,
     INIT_WRITE_ID, NULL_WRITE_ID,
 };
+use crate::test_rng::Rng;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

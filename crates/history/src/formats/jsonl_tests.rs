@@ -6,7 +6,7 @@
 use super::jsonl::read;
 use super::jsonl_block::{Rec, ValRef};
 use super::jsonl_serde::LineIn;
-use super::test_rng::Rng;
+use crate::test_rng::Rng;
 use std::path::Path;
 
 /// A random record; `escaped` writes the session name's first letter as `\u0073`, which serde

@@ -26,8 +26,6 @@ pub(crate) mod jsonl_write;
 pub(crate) mod load;
 pub(crate) mod polysi;
 mod source;
-#[cfg(test)]
-mod test_rng;
 pub(crate) mod unrecorded;
 
 use crate::error::{InputError, Location, Warning};

@@ -229,11 +229,9 @@ mod tests {
         let mut b = HistoryBuilder::new();
         let k = b.key("x");
         b.begin_session("s");
-        let mut x = 7u64;
+        let mut rng = crate::test_rng::Rng(7);
         for t in 0..800u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let n = match x % 10 {
                 0 => 0,
                 1 => 2 * CHUNK as u64 + 5,

@@ -1,7 +1,7 @@
-//! The random generator the format tests share: small and deterministic (xorshift), so a
+//! The random generator the crate's unit tests share: small and deterministic (xorshift), so a
 //! failure replays from its seed.
 
-pub(super) struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
