@@ -280,13 +280,11 @@ pub fn read_dir(dir: &Path, opts: CobraOptions) -> Result<Loaded, InputError> {
         ));
     }
     let mut b = HistoryBuilder::new().with_cobra_claims();
-    // Every operation record is 25 bytes or more.
     let bytes_on_disk: u64 = files
         .iter()
         .filter_map(|(_, p)| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    b.reserve_ops((bytes_on_disk / 25) as usize);
     let mut warnings = Vec::new();
     cobra_part::read_all(
         &mut b,

@@ -164,7 +164,8 @@ fn decoding_on_every_core_gives_what_decoding_in_turn_gives() {
             files.push((n as u64, p));
         }
         let given = [None, Some(ts)][r.below(2) as usize];
-        // 0 bytes: decoded in turn, straight into the history; the most: in parts, in batches.
+        // 0 bytes: decoded in turn, straight into the history; the most: on every core, each
+        // log into its own slices of the arrays.
         let direct = outcome(&dir, &files, 0, given);
         let parts = outcome(&dir, &files, u64::MAX, given);
         assert_eq!(direct, parts, "history {i} ({})", dir.display());

@@ -202,6 +202,16 @@ impl HistoryBuilder {
             c.reserve(n);
         }
     }
+    /// Puts in every operation at once, for a reader that filled the arrays itself (Cobra's
+    /// logs, decoded on every core); no operation may have been added before.
+    pub(crate) fn set_ops(&mut self, kind: Vec<OpKind>, key: Vec<KeyId>, value: Vec<u64>) {
+        debug_assert!(
+            self.h.op_kind.is_empty() && self.deferred.iter().all(|&o| (o as usize) < kind.len())
+        );
+        self.h.op_kind = kind;
+        self.h.op_key = key;
+        self.h.op_value = value;
+    }
     fn push_op(&mut self, kind: OpKind, key: KeyId, value: u64) {
         self.h.op_kind.push(kind);
         self.h.op_key.push(key);

@@ -58,10 +58,11 @@ impl CobraClaims {
         self.value_hash.push(value_hash);
         self.read_writer.push(read_writer);
     }
-    pub(crate) fn extend(&mut self, value_hash: &[u64], read_writer: &[u64]) {
-        debug_assert!(self.compact.is_none());
-        self.value_hash.extend_from_slice(value_hash);
-        self.read_writer.extend_from_slice(read_writer);
+    /// Every operation's claims at once (none held before).
+    pub(crate) fn set(&mut self, value_hash: Vec<u64>, read_writer: Vec<u64>) {
+        debug_assert!(self.value_hash.is_empty() && self.compact.is_none());
+        self.value_hash = value_hash;
+        self.read_writer = read_writer;
     }
     pub(crate) fn truncate(&mut self, n: usize) {
         debug_assert!(self.compact.is_none());
