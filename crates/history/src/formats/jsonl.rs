@@ -6,9 +6,10 @@
 //! A session's transactions appear in session order; sessions may interleave.
 
 use super::jsonl_block::{read_blocks, Head, Item, Rec, ValRef};
+use super::jsonl_build::Pending;
 pub(crate) use super::jsonl_repair::{repair, Repair};
 use super::jsonl_scan::{itoa_buf, LineRef, NameRef, OpRef};
-use super::{regular_file, Format, Loaded};
+use super::{regular_file, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::model::{
     HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, ABSENT_VALUE, NATIVE_FENCE_KEY,
@@ -17,20 +18,6 @@ use crate::model::{
 use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
-
-struct Pending {
-    file: usize,
-    line: u64,
-    ext: u64,
-    status: TxnStatus,
-    start: u64,
-    commit: u64,
-    ops: Vec<(OpKind, KeyId, u64)>,
-    /// (op index, list) of list-append reads.
-    lists: Vec<(u32, Vec<u64>)>,
-    /// The application's values where the log has them.
-    app: AppVals,
-}
 
 /// The application's values of one record's operations: (op index, end in `text`), the texts
 /// one after another. One string a record, not one an operation: a proxy's initial state is a
@@ -46,7 +33,10 @@ impl AppVals {
         self.text.push_str(a);
         self.at.push((i, self.text.len() as u32));
     }
-    fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &str)> {
         self.at.iter().enumerate().map(|(j, &(i, end))| {
             let start = if j == 0 { 0 } else { self.at[j - 1].1 };
             (i, &self.text[start as usize..end as usize])
@@ -274,19 +264,6 @@ fn parse_op(
     })
 }
 
-/// A history with deletes: every key starts absent, so a read of no row (`null`) reads the
-/// value deletes write, from the initial state or from any delete of its key.
-fn absent_is_initial(h: &mut crate::History) {
-    h.init_value = Some(ABSENT_VALUE);
-    for o in 0..h.op_kind.len() {
-        // A list read of `[]` stays one: its whole list, the empty one, is what it read.
-        if h.op_kind[o] == OpKind::ReadInit && h.list_of(o as u32).is_none() {
-            h.op_kind[o] = OpKind::Read;
-            h.op_value[o] = ABSENT_VALUE;
-        }
-    }
-}
-
 /// The warning for a last line cut before its operations.
 pub(crate) const CUT_HEAD: &str =
     "the last line is cut short before its operations (the client stopped before the transaction asked to commit): left out";
@@ -358,7 +335,13 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
             |text, line_no| g.borrow_mut().last_line(text, path, file_no, line_no),
         )?;
     }
-    g.finish(&paths)
+    let Gathered {
+        b,
+        sessions,
+        warnings,
+        ..
+    } = g;
+    super::jsonl_build::build(b, sessions, warnings, &paths)
 }
 
 impl Gathered {
@@ -514,85 +497,5 @@ impl Gathered {
             lists,
             app,
         });
-    }
-
-    /// The history: each session's transactions in order, sessions in order of first sight.
-    fn finish(self, paths: &[std::path::PathBuf]) -> Result<Loaded, InputError> {
-        let Gathered {
-            mut b,
-            sessions,
-            warnings,
-            ..
-        } = self;
-        b.reserve_ops(
-            sessions
-                .iter()
-                .flat_map(|(_, txns)| txns.iter().map(|p| p.ops.len()))
-                .sum(),
-        );
-        let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
-        let has_lists = sessions
-            .iter()
-            .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
-        let mut deletes = false;
-        for (name, txns) in sessions {
-            b.begin_session(name);
-            for p in txns {
-                let path = paths[p.file].as_path();
-                let mut lists = p.lists.iter().peekable();
-                let mut app = p.app.iter().peekable();
-                for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
-                    deletes |= kind == OpKind::Write && v == ABSENT_VALUE;
-                    // Repeated values are allowed but for list appends, which must hear of a
-                    // repeat at once; the rest are indexed together at the end.
-                    let earlier = if has_lists || kind != OpKind::Write {
-                        b.op(kind, k, v)
-                    } else {
-                        b.write_deferred(k, v);
-                        None
-                    };
-                    if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
-                        b.list(l);
-                    }
-                    if let Some((_, a)) = app.next_if(|a| a.0 as usize == i) {
-                        b.app_value(a);
-                    }
-                    // A list holds each appended element once (see gather.rs).
-                    if earlier.is_some() && has_lists {
-                        return Err(InputError::new(
-                            path,
-                            Location::Line(p.line),
-                            format!(
-                                "key {:?} is appended the value {v} more than once (list-append values must be unique per key)",
-                                b.h.keys[k as usize]
-                            ),
-                        ));
-                    }
-                }
-                if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
-                    let (f, l) = first_line.get(&p.ext).copied().unwrap_or((0, 0));
-                    let where_ = if f == p.file {
-                        format!("line {l}")
-                    } else {
-                        format!("{} line {l}", paths[f].display())
-                    };
-                    return Err(InputError::new(
-                        path,
-                        Location::Line(p.line),
-                        format!("transaction id {} is used twice (first on {where_})", p.ext),
-                    ));
-                }
-                first_line.insert(p.ext, (p.file, p.line));
-            }
-        }
-        let mut history = b.finish();
-        if deletes {
-            absent_is_initial(&mut history);
-        }
-        Ok(Loaded {
-            history,
-            warnings,
-            format: Format::Jsonl,
-        })
     }
 }

@@ -1,7 +1,8 @@
 //! The scanner and the block reader against serde's reading, on random records: the fast path
 //! must give the same record as serde wherever it takes a line, and a whole file read in blocks
 //! (here, tiny ones: every file crosses many block and piece edges) must give the same history,
-//! warnings and errors as the same file with every line left to serde.
+//! warnings and errors as the same file with every line left to serde. A history built by
+//! copying operations on every core must be the one adding them in turn builds.
 
 use super::jsonl::read;
 use super::jsonl_block::{Rec, ValRef};
@@ -183,4 +184,45 @@ fn errors_name_the_line_across_blocks() {
         Err(e) => e.to_string(),
     };
     assert!(e.contains("line 101") && e.contains("UTF-8"), "{e}");
+}
+
+#[test]
+fn copying_on_every_core_builds_what_adding_in_turn_builds() {
+    use super::jsonl_build::TEST_PARALLEL_FROM;
+    let mut r = Rng(777);
+    let (mut errors, mut deletes) = (0, 0);
+    for round in 0..200 {
+        let mut text = String::new();
+        for i in 0..1 + r.below(80) {
+            // Now and then a transaction id used twice; no application values (those are
+            // always added in turn).
+            let txn = if r.below(60) == 0 { 0 } else { i };
+            let mut line = record(&mut r, txn, false).replace(",\"v\"]", "]");
+            // Now and then a delete, which makes every key start absent.
+            if r.below(40) == 0 {
+                let del = "[\"w\",\"k1\",null]";
+                line = match line.contains("\"ops\":[]") {
+                    true => line.replace("\"ops\":[]", &format!("\"ops\":[{del}]")),
+                    false => line.replacen("\"ops\":[", &format!("\"ops\":[{del},"), 1),
+                };
+            }
+            text += &line;
+            text.push('\n');
+        }
+        let outcomes: Vec<String> = [usize::MAX, 0]
+            .iter()
+            .map(|&from| {
+                TEST_PARALLEL_FROM.with(|c| c.set(from));
+                outcome(&text)
+            })
+            .collect();
+        TEST_PARALLEL_FROM.with(|c| c.set(usize::MAX));
+        assert_eq!(outcomes[0], outcomes[1], "round {round}:\n{text}");
+        errors += outcomes[0].starts_with("error") as usize;
+        deletes += text.contains("[\"w\",\"k1\",null]") as usize;
+    }
+    assert!(
+        errors > 10 && deletes > 10,
+        "{errors} errors, {deletes} with deletes"
+    );
 }

@@ -17,6 +17,7 @@ pub(crate) mod elle;
 mod gather;
 pub(crate) mod jsonl;
 mod jsonl_block;
+mod jsonl_build;
 mod jsonl_repair;
 mod jsonl_scan;
 mod jsonl_serde;

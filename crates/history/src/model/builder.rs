@@ -122,6 +122,14 @@ impl HistoryBuilder {
     pub(crate) fn defer_write(&mut self, o: OpId) {
         self.deferred.push(o);
     }
+    /// [`Self::defer_write`] for many writes at once (in op order, after any deferred before).
+    pub(crate) fn defer_writes(&mut self, ops: Vec<OpId>) {
+        if self.deferred.is_empty() {
+            self.deferred = ops;
+        } else {
+            self.deferred.extend_from_slice(&ops);
+        }
+    }
     /// Indexes the writes [`Self::write_deferred`] added, as [`Self::op`] would have one by one
     /// in op order. Returns the first of them (by op) whose (key, value) an earlier write has,
     /// with that earlier write.

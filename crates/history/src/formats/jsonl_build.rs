@@ -1,0 +1,228 @@
+//! The history from JSON Lines records gathered per session: sessions in order of first sight,
+//! each one's transactions in order. Without list-append reads or application values (nearly
+//! every large log) the operations are copied into the history's arrays on every core, each
+//! transaction into its own slices; otherwise one at a time, as the builder takes them.
+
+use super::jsonl::AppVals;
+use super::{Format, Loaded};
+use crate::error::{InputError, Location, Warning};
+use crate::model::{HistoryBuilder, KeyId, OpId, OpKind, TxnStatus, ABSENT_VALUE};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// A transaction read, waiting for its session to be built.
+pub(crate) struct Pending {
+    /// The input (by number) and line it was read from.
+    pub file: usize,
+    pub line: u64,
+    pub ext: u64,
+    pub status: TxnStatus,
+    pub start: u64,
+    pub commit: u64,
+    pub ops: Vec<(OpKind, KeyId, u64)>,
+    /// (op index, list) of list-append reads.
+    pub lists: Vec<(u32, Vec<u64>)>,
+    /// The application's values where the log has them.
+    pub app: AppVals,
+}
+
+/// Below this many operations the copy stays on the calling thread.
+const PARALLEL_FROM: usize = 1 << 16;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set where copying on every core starts, to take either way on small logs.
+    pub(crate) static TEST_PARALLEL_FROM: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(PARALLEL_FROM) };
+}
+
+fn parallel_from() -> usize {
+    #[cfg(test)]
+    return TEST_PARALLEL_FROM.with(|c| c.get());
+    #[cfg(not(test))]
+    PARALLEL_FROM
+}
+
+/// The history of `sessions` (read from `paths`), with the warnings reading gave.
+pub(crate) fn build(
+    b: HistoryBuilder,
+    sessions: Vec<(String, Vec<Pending>)>,
+    warnings: Vec<Warning>,
+    paths: &[PathBuf],
+) -> Result<Loaded, InputError> {
+    let txns = || sessions.iter().flat_map(|(_, t)| t.iter());
+    let ops: usize = txns().map(|p| p.ops.len()).sum();
+    // List-append values must hear of a repeat as each write is added, and application values
+    // are placed by the builder one at a time.
+    if ops < parallel_from() || txns().any(|p| !p.lists.is_empty() || !p.app.is_empty()) {
+        in_turn(b, sessions, warnings, paths)
+    } else {
+        on_every_core(b, sessions, warnings, paths, ops)
+    }
+}
+
+/// Each transaction's operations copied into its own slices of the arrays, on every core;
+/// then the transactions closed in order (a transaction id used twice is found there).
+fn on_every_core(
+    mut b: HistoryBuilder,
+    sessions: Vec<(String, Vec<Pending>)>,
+    warnings: Vec<Warning>,
+    paths: &[PathBuf],
+    total: usize,
+) -> Result<Loaded, InputError> {
+    let mut kind = vec![OpKind::Read; total];
+    let mut key = vec![0 as KeyId; total];
+    let mut value = vec![0u64; total];
+    let mut slices = Vec::with_capacity(sessions.iter().map(|s| s.1.len()).sum());
+    let (mut k, mut y, mut v) = (&mut kind[..], &mut key[..], &mut value[..]);
+    for p in sessions.iter().flat_map(|(_, t)| t.iter()) {
+        let n = p.ops.len();
+        let (k1, k2) = k.split_at_mut(n);
+        let (y1, y2) = y.split_at_mut(n);
+        let (v1, v2) = v.split_at_mut(n);
+        slices.push((p, k1, y1, v1));
+        (k, y, v) = (k2, y2, v2);
+    }
+    let deletes = slices
+        .into_par_iter()
+        .map(|(p, k, y, v)| {
+            let mut deletes = false;
+            for (i, &(kind, key, value)) in p.ops.iter().enumerate() {
+                k[i] = kind;
+                y[i] = key;
+                v[i] = value;
+                deletes |= kind == OpKind::Write && value == ABSENT_VALUE;
+            }
+            deletes
+        })
+        .reduce(|| false, |a, b| a || b);
+    // Every write is indexed at the end, together, in op order.
+    let writes: Vec<OpId> = kind
+        .par_iter()
+        .enumerate()
+        .filter(|(_, &k)| k == OpKind::Write)
+        .map(|(o, _)| o as OpId)
+        .collect();
+    b.set_ops(kind, key, value);
+    b.defer_writes(writes);
+    let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
+    let mut end = 0;
+    for (name, txns) in sessions {
+        b.begin_session(name);
+        for p in txns {
+            end += p.ops.len();
+            let closed = b.finish_txn_at(p.ext, p.status, p.start, p.commit, end as OpId);
+            if closed.is_err() {
+                return Err(used_twice(&p, &first_line, paths));
+            }
+            first_line.insert(p.ext, (p.file, p.line));
+        }
+    }
+    Ok(loaded(b, deletes, warnings))
+}
+
+/// One operation at a time, as the builder takes them.
+fn in_turn(
+    mut b: HistoryBuilder,
+    sessions: Vec<(String, Vec<Pending>)>,
+    warnings: Vec<Warning>,
+    paths: &[PathBuf],
+) -> Result<Loaded, InputError> {
+    let has_lists = sessions
+        .iter()
+        .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
+    b.reserve_ops(
+        sessions
+            .iter()
+            .flat_map(|(_, txns)| txns.iter().map(|p| p.ops.len()))
+            .sum(),
+    );
+    let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
+    let mut deletes = false;
+    for (name, txns) in sessions {
+        b.begin_session(name);
+        for p in txns {
+            let path = paths[p.file].as_path();
+            let mut lists = p.lists.iter().peekable();
+            let mut app = p.app.iter().peekable();
+            for (i, &(kind, k, v)) in p.ops.iter().enumerate() {
+                deletes |= kind == OpKind::Write && v == ABSENT_VALUE;
+                // Repeated values are allowed but for list appends, which must hear of a
+                // repeat at once; the rest are indexed together at the end.
+                let earlier = if has_lists || kind != OpKind::Write {
+                    b.op(kind, k, v)
+                } else {
+                    b.write_deferred(k, v);
+                    None
+                };
+                if let Some((_, l)) = lists.next_if(|l| l.0 as usize == i) {
+                    b.list(l);
+                }
+                if let Some((_, a)) = app.next_if(|a| a.0 as usize == i) {
+                    b.app_value(a);
+                }
+                // A list holds each appended element once (see gather.rs).
+                if earlier.is_some() && has_lists {
+                    return Err(InputError::new(
+                        path,
+                        Location::Line(p.line),
+                        format!(
+                            "key {:?} is appended the value {v} more than once (list-append values must be unique per key)",
+                            b.h.keys[k as usize]
+                        ),
+                    ));
+                }
+            }
+            if b.finish_txn(p.ext, p.status, p.start, p.commit).is_err() {
+                return Err(used_twice(&p, &first_line, paths));
+            }
+            first_line.insert(p.ext, (p.file, p.line));
+        }
+    }
+    Ok(loaded(b, deletes, warnings))
+}
+
+/// The error for transaction `p`, whose id an earlier one (first seen at `first_line`) used.
+fn used_twice(
+    p: &Pending,
+    first_line: &HashMap<u64, (usize, u64)>,
+    paths: &[PathBuf],
+) -> InputError {
+    let (f, l) = first_line.get(&p.ext).copied().unwrap_or((0, 0));
+    let where_ = if f == p.file {
+        format!("line {l}")
+    } else {
+        format!("{} line {l}", paths[f].display())
+    };
+    InputError::new(
+        &paths[p.file],
+        Location::Line(p.line),
+        format!("transaction id {} is used twice (first on {where_})", p.ext),
+    )
+}
+
+fn loaded(b: HistoryBuilder, deletes: bool, warnings: Vec<Warning>) -> Loaded {
+    let mut history = b.finish();
+    if deletes {
+        absent_is_initial(&mut history);
+    }
+    Loaded {
+        history,
+        warnings,
+        format: Format::Jsonl,
+    }
+}
+
+/// A history with deletes: every key starts absent, so a read of no row (`null`) reads the
+/// value deletes write, from the initial state or from any delete of its key.
+fn absent_is_initial(h: &mut crate::History) {
+    h.init_value = Some(ABSENT_VALUE);
+    for o in 0..h.op_kind.len() {
+        // A list read of `[]` stays one: its whole list, the empty one, is what it read.
+        if h.op_kind[o] == OpKind::ReadInit && h.list_of(o as u32).is_none() {
+            h.op_kind[o] = OpKind::Read;
+            h.op_value[o] = ABSENT_VALUE;
+        }
+    }
+}
