@@ -5,12 +5,13 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
-use super::jsonl_block::{read_blocks, Head, Item, Rec, ValRef};
+use super::jsonl_block::{not_utf8, read_blocks, Head, Item, Rec, ValRef, LONG};
 use super::jsonl_build::Pending;
 pub(crate) use super::jsonl_repair::{repair, Repair};
 use super::jsonl_scan::{itoa_buf, LineRef, NameRef, OpRef};
 use super::{regular_file, Loaded};
 use crate::error::{InputError, Location, Warning};
+use crate::fxhash::FxHashMap;
 use crate::model::{
     HistoryBuilder, KeyId, Keys, OpKind, TxnRecord, TxnStatus, ABSENT_VALUE, NATIVE_FENCE_KEY,
     NO_TIME,
@@ -274,6 +275,9 @@ const UNSEEN: KeyId = KeyId::MAX;
 /// What reading the inputs gathers before the history is built session by session.
 struct Gathered {
     b: HistoryBuilder,
+    /// Key ids of names shorter than 16 bytes, by their packed text (see `Piece::names`): a
+    /// piece's names are looked up without hashing and comparing strings.
+    short: FxHashMap<u128, KeyId>,
     sessions: Vec<(String, Vec<Pending>)>,
     session_index: HashMap<String, usize>,
     fence: Option<KeyId>,
@@ -284,6 +288,7 @@ struct Gathered {
 fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
     let mut g = Gathered {
         b: HistoryBuilder::new(),
+        short: FxHashMap::default(),
         sessions: Vec::new(),
         session_index: HashMap::new(),
         fence: None,
@@ -293,42 +298,39 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
     for (file_no, (path, input)) in inputs.into_iter().enumerate() {
         let path = path.as_path();
         let g = std::cell::RefCell::new(&mut g);
+        // A piece's key numbers → key ids, used again piece after piece.
+        let mut table = Vec::new();
         read_blocks(
             input,
             path,
-            |pieces, lines_before| {
+            |piece, base| {
                 let mut g = g.borrow_mut();
-                let mut base = lines_before;
-                let mut table = Vec::new();
-                for piece in pieces {
-                    table.clear();
-                    table.resize(piece.names.len(), UNSEEN);
-                    for item in piece.items {
-                        match item {
-                            Item::Fast {
-                                line,
-                                head,
-                                ops,
-                                app,
-                            } => {
-                                let at = (path, file_no, base + line);
-                                g.add_fast(&head, ops, app, &piece.names, &mut table, at)?;
-                            }
-                            Item::Slow { line, rec } => {
-                                let line_no = base + line;
-                                g.add(&Rec::Slow(rec), &[], path, file_no, line_no)?;
-                            }
-                            Item::Bad { line, err } => {
-                                let at = Location::Line(base + line);
-                                return Err(InputError::new(
-                                    path,
-                                    at,
-                                    format!("not a transaction record: {err}"),
-                                ));
-                            }
+                table.clear();
+                table.resize(piece.names.len(), UNSEEN);
+                for item in piece.items {
+                    match item {
+                        Item::Fast {
+                            line,
+                            head,
+                            ops,
+                            app,
+                        } => {
+                            let at = (path, file_no, base + line);
+                            g.add_fast(&head, ops, app, &piece.names, &mut table, at)?;
                         }
+                        Item::Slow { line, rec } => {
+                            g.add(&Rec::Slow(rec), &[], path, file_no, base + line)?;
+                        }
+                        Item::Bad { line, err } => {
+                            let at = Location::Line(base + line);
+                            return Err(InputError::new(
+                                path,
+                                at,
+                                format!("not a transaction record: {err}"),
+                            ));
+                        }
+                        Item::NotUtf8 { line } => return Err(not_utf8(path, base + line)),
                     }
-                    base += piece.lines;
                 }
                 Ok(())
             },
@@ -431,7 +433,7 @@ impl Gathered {
         l: &LineRef,
         mut ops: Vec<(OpKind, KeyId, u64)>,
         app: AppVals,
-        names: &[NameRef],
+        names: &[(NameRef, u128)],
         table: &mut [KeyId],
         (path, file_no, line_no): (&Path, usize, u64),
     ) -> Result<(), InputError> {
@@ -442,7 +444,16 @@ impl Gathered {
             let n = op.1 as usize;
             op.1 = match table[n] {
                 UNSEEN => {
-                    let k = self.key(names[n].as_str(&mut digits));
+                    let (name, packed) = names[n];
+                    let k = match (packed, self.short.get(&packed)) {
+                        (LONG, _) => self.key(name.as_str(&mut digits)),
+                        (_, Some(&k)) => k,
+                        _ => {
+                            let k = self.key(name.as_str(&mut digits));
+                            self.short.insert(packed, k);
+                            k
+                        }
+                    };
                     table[n] = k;
                     k
                 }

@@ -1,17 +1,21 @@
-//! JSON Lines read in large blocks of whole lines, each block's lines parsed on every core and
-//! handed back in line order. Parsing is pure (no key table, no session table), so the order in
-//! which pieces finish cannot change what the caller sees: it meets records and the first bad
-//! line exactly where a line-by-line reader would.
+//! JSON Lines read in large blocks of whole lines, each block cut into pieces parsed on every
+//! core and handed back in line order: the calling thread takes each piece as soon as it and
+//! the ones before it are parsed (parsing pieces itself while the next is not ready), so
+//! adding a piece to the history overlaps parsing the rest. Parsing is pure (no key table, no
+//! session table), so the order in which pieces finish cannot change what the caller sees: it
+//! meets records and the first bad line (not JSON, or not UTF-8) exactly where a line-by-line
+//! reader would.
 
 use super::jsonl_scan::{itoa_buf, scan, LineRef, NameRef, OpRef};
 use super::jsonl_serde::{LineIn, OpVal};
 use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
 use crate::model::{OpKind, ABSENT_VALUE};
-use rayon::prelude::*;
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// Bytes read per block: large enough for every core to get long runs of lines, small enough
 /// that a block's parsed operations stay a few megabytes.
@@ -20,6 +24,11 @@ const BLOCK: usize = if cfg!(test) { 1 << 10 } else { 16 << 20 };
 
 /// The smallest piece worth a task of its own.
 const MIN_PIECE: usize = if cfg!(test) { 1 << 8 } else { 64 << 10 };
+
+/// Pieces a block is cut into, per core: enough that the thread adding pieces to the history
+/// rarely waits for one, few enough that each piece's key names (looked up once a piece) stay
+/// a small part of the work.
+const PIECES_PER_CORE: usize = 8;
 
 /// A parsed record: by the scanner (operations in the piece's vector) or by serde.
 pub(crate) enum Rec<'a> {
@@ -127,17 +136,26 @@ pub(crate) enum Item<'a> {
         line: u64,
         err: serde_json::Error,
     },
+    /// The line is not UTF-8.
+    NotUtf8 {
+        line: u64,
+    },
 }
 
 /// A run of whole lines parsed together. Keys are numbered here, on every core, so that the
 /// caller looks up each name once per piece rather than once per operation.
 pub(crate) struct Piece<'a> {
     pub items: Vec<Item<'a>>,
-    /// The key names, by their number in this piece.
-    pub names: Vec<NameRef<'a>>,
+    /// The key names, by their number in this piece, each with its text packed into one
+    /// integer where it is shorter than 16 bytes ([`LONG`] otherwise): the caller's table of
+    /// names looks those up without comparing strings.
+    pub names: Vec<(NameRef<'a>, u128)>,
     /// Lines in the piece, for the next piece's numbering.
     pub lines: u64,
 }
+
+/// In [`Piece::names`]: a name of 16 bytes or more, not packed.
+pub(crate) const LONG: u128 = u128::MAX;
 
 /// Numbers the key names of a piece. Names of up to 15 bytes are compared as one integer held
 /// in the table, not through a pointer into the block (a cache miss per operation).
@@ -149,10 +167,16 @@ struct LocalKeys<'a> {
 
 impl<'a> LocalKeys<'a> {
     /// The number of `name`, met in `piece` (the text a string name borrows from).
-    fn number(&mut self, name: NameRef<'a>, piece: &str, names: &mut Vec<NameRef<'a>>) -> u32 {
+    fn number(
+        &mut self,
+        name: NameRef<'a>,
+        piece: &str,
+        names: &mut Vec<(NameRef<'a>, u128)>,
+    ) -> u32 {
         let mut digits = itoa_buf::Buf::default();
         let text = name.as_str(&mut digits).as_bytes();
         let next = names.len() as u32;
+        // (its number, its packed text)
         let n = if text.len() < 16 {
             let len = text.len();
             // One 16-byte load from the piece, masked to the name, where the piece goes on that
@@ -171,24 +195,25 @@ impl<'a> LocalKeys<'a> {
                 }
             };
             let packed = (bytes & ((1u128 << (8 * len)) - 1)) | ((len as u128) << 120);
-            *self.short.entry(packed).or_insert(next)
+            (*self.short.entry(packed).or_insert(next), packed)
         } else {
-            *self.long.entry(name).or_insert(next)
+            (*self.long.entry(name).or_insert(next), LONG)
         };
-        if n == next {
-            names.push(name);
+        if n.0 == next {
+            names.push((name, n.1));
         }
-        n
+        n.0
     }
 }
 
-/// Reads `input` (named `path` in errors) in blocks of whole lines. `whole(pieces, lines
-/// before)` gets each block parsed; `last(text, line)` the final line when the input does not
-/// end with a newline (a writer stopped mid-record: the caller decides what to recover).
+/// Reads `input` (named `path` in errors) in blocks of whole lines. `piece(piece, lines
+/// before)` gets each piece parsed, in order; `last(text, line)` the final line when the input
+/// does not end with a newline (a writer stopped mid-record: the caller decides what to
+/// recover).
 pub(crate) fn read_blocks(
     mut input: impl Read,
     path: &Path,
-    mut whole: impl FnMut(Vec<Piece<'_>>, u64) -> Result<(), InputError>,
+    mut piece: impl FnMut(Piece<'_>, u64) -> Result<(), InputError>,
     mut last: impl FnMut(&str, u64) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
@@ -213,16 +238,19 @@ pub(crate) fn read_blocks(
             .rposition(|&c| c == b'\n')
             .map(|i| old + i)
         {
-            let text = utf8(&buf[..=nl], path, lines_before)?;
-            let pieces = parse_block(text);
-            let lines: u64 = pieces.iter().map(|p| p.lines).sum();
-            whole(pieces, lines_before)?;
-            lines_before += lines;
+            let mut base = lines_before;
+            parse_in_order(cut(&buf[..=nl]), |p| {
+                let lines = p.lines;
+                piece(p, base)?;
+                base += lines;
+                Ok(())
+            })?;
+            lines_before = base;
             buf.drain(..=nl);
         }
         if eof {
             if !buf.is_empty() {
-                let text = utf8(&buf, path, lines_before)?;
+                let text = std::str::from_utf8(&buf).map_err(|_| not_utf8(path, lines_before + 1))?;
                 last(text, lines_before + 1)?;
             }
             return Ok(());
@@ -230,25 +258,22 @@ pub(crate) fn read_blocks(
     }
 }
 
-/// The bytes as text, or the error a line reader gives, at the line where they stop being UTF-8.
-fn utf8<'b>(bytes: &'b [u8], path: &Path, lines_before: u64) -> Result<&'b str, InputError> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let line = lines_before + 1 + count_lines(&bytes[..e.valid_up_to()]);
-        InputError::new(
-            path,
-            Location::Line(line),
-            "cannot read: stream did not contain valid UTF-8",
-        )
-    })
+/// The error for a line that is not UTF-8, as a line reader gives it.
+pub(crate) fn not_utf8(path: &Path, line: u64) -> InputError {
+    InputError::new(
+        path,
+        Location::Line(line),
+        "cannot read: stream did not contain valid UTF-8",
+    )
 }
 
 fn count_lines(b: &[u8]) -> u64 {
     b.iter().filter(|&&c| c == b'\n').count() as u64
 }
 
-/// Splits `text` (whole lines) into pieces for every core and parses them in parallel.
-fn parse_block(text: &str) -> Vec<Piece<'_>> {
-    let want = rayon::current_num_threads() * 2;
+/// Cuts `text` (whole lines) into pieces for every core, each ending just after a newline.
+fn cut(text: &[u8]) -> Vec<&[u8]> {
+    let want = rayon::current_num_threads() * PIECES_PER_CORE;
     let size = text.len().div_ceil(want).max(MIN_PIECE);
     let mut pieces = Vec::with_capacity(want);
     let mut rest = text;
@@ -256,8 +281,8 @@ fn parse_block(text: &str) -> Vec<Piece<'_>> {
         let cut = if rest.len() <= size {
             rest.len()
         } else {
-            // Pieces end just after a newline; the block itself does, so one is always found.
-            rest.as_bytes()[size..]
+            // The text ends with a newline, so one is always found.
+            rest[size..]
                 .iter()
                 .position(|&c| c == b'\n')
                 .map_or(rest.len(), |p| size + p + 1)
@@ -266,15 +291,97 @@ fn parse_block(text: &str) -> Vec<Piece<'_>> {
         pieces.push(piece);
         rest = after;
     }
-    pieces.into_par_iter().map(parse_piece).collect()
+    pieces
+}
+
+/// Parses `pieces` on every core and hands them to `take` in order, stopping at its first
+/// error. The calling thread takes pieces; while the next one is not parsed yet it parses one
+/// itself, and it waits only when every piece is taken by another thread.
+fn parse_in_order<'a, E>(
+    pieces: Vec<&'a [u8]>,
+    mut take: impl FnMut(Piece<'a>) -> Result<(), E>,
+) -> Result<(), E> {
+    let n = pieces.len();
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let claim = || {
+        let j = next.fetch_add(1, Ordering::Relaxed);
+        (j < n && !stop.load(Ordering::Relaxed)).then_some(j)
+    };
+    // Parsed pieces not taken yet, and whether a parsing thread died (so no one waits forever).
+    let parsed: Mutex<(Vec<Option<Piece<'a>>>, bool)> =
+        Mutex::new(((0..n).map(|_| None).collect(), false));
+    let done = Condvar::new();
+    let lock = || parsed.lock().unwrap_or_else(|e| e.into_inner());
+    let put = |j: usize, p: Piece<'a>| {
+        lock().0[j] = Some(p);
+        done.notify_all();
+    };
+    // In place: the calling thread (which may not be one of the pool's) takes the pieces.
+    rayon::in_place_scope(|s| {
+        for _ in 1..rayon::current_num_threads().min(n) {
+            s.spawn(|_| {
+                let guard = Died(&parsed, &done);
+                while let Some(j) = claim() {
+                    put(j, parse_piece(pieces[j]));
+                }
+                std::mem::forget(guard);
+            });
+        }
+        for i in 0..n {
+            let piece = loop {
+                if let Some(p) = lock().0[i].take() {
+                    break p;
+                }
+                if let Some(j) = claim() {
+                    put(j, parse_piece(pieces[j]));
+                    continue;
+                }
+                let mut g = lock();
+                while g.0[i].is_none() {
+                    assert!(!g.1, "a thread parsing JSON Lines stopped");
+                    g = done.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                break g.0[i].take().expect("a piece was parsed");
+            };
+            if let Err(e) = take(piece) {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Marks the parsed pieces as never all coming, should a parsing thread unwind.
+struct Died<'m, 'a>(&'m Mutex<(Vec<Option<Piece<'a>>>, bool)>, &'m Condvar);
+
+impl Drop for Died<'_, '_> {
+    fn drop(&mut self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.1.notify_all();
+    }
 }
 
 /// Parses the lines of one piece; stops at the first bad one (the caller stops there too).
-fn parse_piece(text: &str) -> Piece<'_> {
+fn parse_piece(bytes: &[u8]) -> Piece<'_> {
     let mut p = Piece {
         items: Vec::new(),
         names: Vec::new(),
         lines: 0,
+    };
+    // Lines up to the first that is not UTF-8 are parsed; that one is the piece's last item.
+    let (text, bad) = match std::str::from_utf8(bytes) {
+        Ok(t) => (t, None),
+        Err(e) => {
+            let upto = bytes[..e.valid_up_to()]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |i| i + 1);
+            // Whole lines, all UTF-8.
+            let t = std::str::from_utf8(&bytes[..upto]).unwrap_or_default();
+            (t, Some(upto))
+        }
     };
     let mut keys = LocalKeys::default();
     let mut line_ops = Vec::new();
@@ -311,14 +418,15 @@ fn parse_piece(text: &str) -> Piece<'_> {
             Err(err) => {
                 p.items.push(Item::Bad { line: p.lines, err });
                 // The rest of the piece is counted, not parsed: nothing after an error is read.
-                p.lines += count_lines(
-                    &text.as_bytes()[text
-                        .len()
-                        .min(raw.as_ptr() as usize - text.as_ptr() as usize + raw.len() + 1)..],
-                );
-                break;
+                let after = raw.as_ptr() as usize - bytes.as_ptr() as usize + raw.len() + 1;
+                p.lines += count_lines(&bytes[after.min(bytes.len())..]);
+                return p;
             }
         }
+    }
+    if let Some(upto) = bad {
+        p.items.push(Item::NotUtf8 { line: p.lines + 1 });
+        p.lines += count_lines(&bytes[upto..]);
     }
     p
 }

@@ -184,6 +184,23 @@ fn errors_name_the_line_across_blocks() {
         Err(e) => e.to_string(),
     };
     assert!(e.contains("line 101") && e.contains("UTF-8"), "{e}");
+    // The first bad line is the one named, whether it is not JSON or not UTF-8.
+    let good = "{\"session\":\"s1\",\"txn\":1,\"ops\":[]}\n".repeat(50);
+    let bad_text = &b"{\"session\":\"a\xffb\",\"txn\":2,\"ops\":[]}\n"[..];
+    for (middle, after, want) in [
+        (&b"not json\n"[..], bad_text, "not a transaction record"),
+        (bad_text, &b"not json\n"[..], "UTF-8"),
+    ] {
+        let mut bytes = good.clone().into_bytes();
+        bytes.extend_from_slice(middle);
+        bytes.extend_from_slice(good.as_bytes());
+        bytes.extend_from_slice(after);
+        let e = match read(&bytes[..], Path::new("h.jsonl")) {
+            Ok(_) => "loaded".to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("line 51") && e.contains(want), "{e}");
+    }
 }
 
 #[test]
