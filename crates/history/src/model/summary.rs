@@ -48,16 +48,12 @@ pub fn summarize(h: &History) -> Summary {
             TxnStatus::Unknown => s.unknown += 1,
         }
     }
-    for k in &h.op_kind {
-        match k {
-            OpKind::Write => s.writes += 1,
-            OpKind::Read => s.reads += 1,
-            OpKind::ReadInit => {
-                s.reads += 1;
-                s.initial_reads += 1
-            }
-        }
-    }
+    // One counting pass per kind: each is a plain comparison the compiler vectorizes, where
+    // one pass with a branch per operation cost a few milliseconds on a million reads.
+    let count = |kind: OpKind| h.op_kind.iter().filter(|&&k| k == kind).count();
+    s.writes = count(OpKind::Write);
+    s.initial_reads = count(OpKind::ReadInit);
+    s.reads = h.op_kind.len() - s.writes;
     s.fences = (0..h.num_txns() as TxnId)
         .filter(|&t| h.is_fence(t))
         .count();
