@@ -159,13 +159,14 @@ pub(crate) const LONG: u128 = u128::MAX;
 
 /// Numbers the key names of a piece. Names of up to 15 bytes are compared as one integer held
 /// in the table, not through a pointer into the block (a cache miss per operation).
-#[derive(Default)]
-struct LocalKeys<'a> {
-    short: FxHashMap<u128, u32>,
+struct LocalKeys<'a, 's> {
+    /// Used again piece after piece (a table grown from empty for each piece rehashed as
+    /// often as it doubled).
+    short: &'s mut FxHashMap<u128, u32>,
     long: FxHashMap<NameRef<'a>, u32>,
 }
 
-impl<'a> LocalKeys<'a> {
+impl<'a> LocalKeys<'a, '_> {
     /// The number of `name`, met in `piece` (the text a string name borrows from).
     fn number(
         &mut self,
@@ -322,19 +323,21 @@ fn parse_in_order<'a, E>(
         for _ in 1..rayon::current_num_threads().min(n) {
             s.spawn(|_| {
                 let guard = Died(&parsed, &done);
+                let mut short = FxHashMap::default();
                 while let Some(j) = claim() {
-                    put(j, parse_piece(pieces[j]));
+                    put(j, parse_piece(pieces[j], &mut short));
                 }
                 std::mem::forget(guard);
             });
         }
+        let mut short = FxHashMap::default();
         for i in 0..n {
             let piece = loop {
                 if let Some(p) = lock().0[i].take() {
                     break p;
                 }
                 if let Some(j) = claim() {
-                    put(j, parse_piece(pieces[j]));
+                    put(j, parse_piece(pieces[j], &mut short));
                     continue;
                 }
                 let mut g = lock();
@@ -364,7 +367,7 @@ impl Drop for Died<'_, '_> {
 }
 
 /// Parses the lines of one piece; stops at the first bad one (the caller stops there too).
-fn parse_piece(bytes: &[u8]) -> Piece<'_> {
+fn parse_piece<'a>(bytes: &'a [u8], short: &mut FxHashMap<u128, u32>) -> Piece<'a> {
     let mut p = Piece {
         items: Vec::new(),
         names: Vec::new(),
@@ -383,7 +386,11 @@ fn parse_piece(bytes: &[u8]) -> Piece<'_> {
             (t, Some(upto))
         }
     };
-    let mut keys = LocalKeys::default();
+    short.clear();
+    let mut keys = LocalKeys {
+        short,
+        long: FxHashMap::default(),
+    };
     let mut line_ops = Vec::new();
     for raw in text.split_terminator('\n') {
         p.lines += 1;
