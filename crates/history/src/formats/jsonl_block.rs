@@ -251,7 +251,8 @@ pub(crate) fn read_blocks(
         }
         if eof {
             if !buf.is_empty() {
-                let text = std::str::from_utf8(&buf).map_err(|_| not_utf8(path, lines_before + 1))?;
+                let text =
+                    std::str::from_utf8(&buf).map_err(|_| not_utf8(path, lines_before + 1))?;
                 last(text, lines_before + 1)?;
             }
             return Ok(());

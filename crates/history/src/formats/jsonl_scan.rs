@@ -87,6 +87,34 @@ pub(crate) fn scan<'a>(text: &'a str, ops: &mut Vec<OpRef<'a>>) -> Option<LineRe
     r
 }
 
+/// Where the string starting at `b[0]` (just after its opening quote) closes; `None` at an
+/// escape or a control character (the string is serde's to read) or where it does not close.
+/// Eight bytes at a time: a key name is mostly shorter than that.
+#[inline(always)]
+fn closing_quote(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // The bytes of `w` that are zero, as their high bits (exact for the first such byte).
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
+    let mut at = 0;
+    while let Some(word) = b.get(at..at + 8) {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        let hits = zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if hits != 0 {
+            let i = at + (hits.trailing_zeros() / 8) as usize;
+            return (b[i] == b'"').then_some(i);
+        }
+        at += 8;
+    }
+    let i = at
+        + b[at..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    (b[i] == b'"').then_some(i)
+}
+
 struct Scanner<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -119,13 +147,7 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.i;
-        loop {
-            match *self.b.get(self.i)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => self.i += 1,
-            }
-        }
+        self.i += closing_quote(self.b.get(start..)?)?;
         // Both ends sit next to an ASCII quote, so they are character boundaries.
         let s = self.s.get(start..self.i)?;
         self.i += 1;
@@ -136,17 +158,27 @@ impl<'a> Scanner<'a> {
     #[inline]
     fn number(&mut self) -> Option<u64> {
         self.ws();
-        let start = self.i;
-        let mut v: u64 = 0;
-        while let Some(&d @ b'0'..=b'9') = self.b.get(self.i) {
-            v = v.checked_mul(10)?.checked_add((d - b'0') as u64)?;
-            self.i += 1;
+        let rest = self.b.get(self.i..)?;
+        let (mut v, mut len) = (0u64, 0);
+        while let Some(&d) = rest.get(len) {
+            let x = d.wrapping_sub(b'0');
+            if x > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(u64::from(x));
+            len += 1;
         }
-        let len = self.i - start;
-        if len == 0 || (len > 1 && self.b[start] == b'0') {
+        if len == 0 || (len > 1 && rest[0] == b'0') {
             return None;
         }
-        match self.b.get(self.i) {
+        // Nineteen digits never overflow; more might, and then the number is serde's to read.
+        if len > 19 {
+            v = rest[..len].iter().try_fold(0u64, |v, &d| {
+                v.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })?;
+        }
+        self.i += len;
+        match rest.get(len) {
             Some(b'.' | b'e' | b'E') => None,
             _ => Some(v),
         }
@@ -226,14 +258,7 @@ impl<'a> Scanner<'a> {
             _ => return None,
         };
         let start = self.i + 6;
-        let mut j = start;
-        loop {
-            match *self.b.get(j)? {
-                b'"' => break,
-                b'\\' | 0..=0x1f => return None,
-                _ => j += 1,
-            }
-        }
+        let j = start + closing_quote(self.b.get(start..)?)?;
         if self.b.get(j + 1) != Some(&b',') {
             return None;
         }
@@ -393,6 +418,10 @@ mod tests {
             r#"{"session":"c1","txn":1,"ops":[["w","x",1,"a","b"]]}"#,
             r#"{"session":"c1","txn":1,"ops":[["x","x",1]]}"#,
             r#"{"session":"c1","txn":1,"ops":[["w","x",[1]]]}"#,
+            // An escape or a control character, within a name's first eight bytes or after.
+            r#"{"session":"c1","txn":1,"ops":[["w","abcdefghij\"k",1]]}"#,
+            "{\"session\":\"c1\",\"txn\":1,\"ops\":[[\"w\",\"a\tb\",1]]}",
+            "{\"session\":\"c1\",\"txn\":1,\"ops\":[[\"w\",\"abcdefghij\u{1f}\",1]]}",
             r#"{"session":"c1","txn":1}"#,
             r#"{"session":"c1","ops":[]}"#,
             r#"{"session":"c1","txn":1,"ops":[["w","x"#,
