@@ -16,6 +16,7 @@ mod error;
 mod follow;
 mod formats;
 mod fxhash;
+pub mod in_order;
 mod model;
 #[cfg(test)]
 mod test_rng;

@@ -180,20 +180,15 @@ pub fn build(
     };
     real_rmws.sort_unstable();
     super::lists::lists(h, r, &inc, &mut b, &mut f)?;
-    f.reads = match f.read_blocks.take() {
-        // Facts laid out by block: never with list reads, the only facts stated after the pass.
-        Some(layout) => {
-            debug_assert!(f.reads.is_empty());
-            layout.sorted()
-        }
-        None => {
-            let mut parts = std::mem::take(&mut f.read_parts);
-            parts.push(std::mem::take(&mut f.reads));
-            // A list read and the read of its last element may state the same read: sorted
-            // without duplicates.
-            super::sort_facts(parts, h.num_keys(), b.num_nodes)
-        }
-    };
+    // Facts laid out by block (never with list reads, the only facts stated after the pass)
+    // stay so: chaining sorts them block by block as it goes (`Facts::reads`).
+    if f.read_blocks.is_none() {
+        let mut parts = std::mem::take(&mut f.read_parts);
+        parts.push(std::mem::take(&mut f.reads));
+        // A list read and the read of its last element may state the same read: sorted
+        // without duplicates.
+        f.reads = super::sort_facts(parts, h.num_keys(), b.num_nodes);
+    }
     f.writes.sort_unstable();
     f.rmws.sort_unstable();
     // Several reads may reveal the same step of a version order.
@@ -271,6 +266,7 @@ fn session_order(h: &History, b: &mut Built) {
 /// Leaves out every fact about key `k`: its reads, writes, read-modify-write steps and the
 /// write→read (or list) edges already in the graph.
 fn forget_key(b: &mut Built, f: &mut Facts, k: u32) {
+    f.sort_reads();
     f.reads.retain(|r| r.0 != k);
     f.writes.retain(|w| w.0 != k);
     f.rmws.retain(|r| r.0 != k);

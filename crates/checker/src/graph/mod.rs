@@ -190,13 +190,27 @@ pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
 /// could explain (`resolved`: read op, write op or `FROM_INIT`).
 #[derive(Default)]
 pub(crate) struct Facts {
+    /// Sorted by key, writer and reader, without duplicates, once built; unless they are
+    /// still in `read_blocks` (see [`Facts::sort_reads`]).
     pub reads: Vec<ReadFact>,
     /// Reads as the transactions' ranges stated them, in node order (joined by the sort).
     pub read_parts: Vec<Vec<ReadFact>>,
-    /// Or, on a large history, the reads already in their key blocks (see `read_facts`).
+    /// Or, on a large history, the reads already in their key blocks (see `read_facts`),
+    /// each block sorted later, as its keys are chained.
     pub read_blocks: Option<Layout>,
     pub writes: Vec<(u32, Node)>,
     pub rmws: Vec<(u32, Node, Node)>,
     pub amb: Vec<Choice>,
     pub resolved: Vec<(u32, u32)>,
+}
+
+impl Facts {
+    /// Sorts the reads still laid out by block into `reads`, for the rare paths that want
+    /// them all at once (a key forgotten, keys with ambiguous reads).
+    pub(crate) fn sort_reads(&mut self) {
+        if let Some(layout) = self.read_blocks.take() {
+            debug_assert!(self.reads.is_empty());
+            self.reads = layout.sorted();
+        }
+    }
 }

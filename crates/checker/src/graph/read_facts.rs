@@ -139,6 +139,11 @@ impl Layout {
             .collect()
     }
 
+    /// Room for this many facts (holes and duplicates included).
+    pub(crate) fn len(&self) -> usize {
+        self.v.len()
+    }
+
     /// The facts, sorted and without duplicates, once every range's [`ReadOut`] is finished.
     pub(crate) fn sorted(self) -> Vec<ReadFact> {
         let ends = self.ends();
@@ -146,6 +151,34 @@ impl Layout {
         sort_blocks(&mut v, &ends);
         compact(&mut v);
         v
+    }
+
+    /// What [`Self::sorted`] gives, block by block: `take(keys, facts)` gets each block's
+    /// range of keys and its facts in order, as soon as that block and those before it are
+    /// sorted, so that sorting the rest overlaps what `take` does (chaining them, which is
+    /// one thread's work).
+    pub(crate) fn sorted_in_order(self, mut take: impl FnMut(std::ops::Range<u32>, &[ReadFact])) {
+        let ends = self.ends();
+        let mut v = self.v;
+        let blocks: Vec<(usize, &mut [ReadFact])> = split_blocks(&mut v, &ends)
+            .into_iter()
+            .enumerate()
+            .collect();
+        let sorted = krait_history::in_order::map_in_order(
+            blocks,
+            |scratch, (b, block)| {
+                sort_block(scratch, b, block);
+                let kept = without_duplicates(block);
+                let block: &[ReadFact] = block;
+                (b, &block[..kept])
+            },
+            |(b, facts)| {
+                let lo = (b as u32) << BLOCK_BITS;
+                take(lo..lo + (1 << BLOCK_BITS), facts);
+                Ok::<(), ()>(())
+            },
+        );
+        debug_assert!(sorted.is_ok());
     }
 }
 
@@ -209,7 +242,8 @@ pub(crate) fn sort_facts(
 
 /// The second level: each block (ending at `ends`), in cache and in parallel, by key (holes
 /// last) and each key's facts by writer.
-fn sort_blocks(v: &mut [ReadFact], ends: &[u32]) {
+/// `v` cut at the blocks' `ends`.
+fn split_blocks<'v>(v: &'v mut [ReadFact], ends: &[u32]) -> Vec<&'v mut [ReadFact]> {
     let mut block_of = Vec::with_capacity(ends.len());
     let mut rest: &mut [_] = v;
     let mut at = 0;
@@ -219,28 +253,55 @@ fn sort_blocks(v: &mut [ReadFact], ends: &[u32]) {
         (rest, at) = (r, end as usize);
     }
     block_of
+}
+
+fn sort_blocks(v: &mut [ReadFact], ends: &[u32]) {
+    split_blocks(v, ends)
         .into_par_iter()
         .enumerate()
         .for_each_init(Vec::new, |scratch, (b, block)| {
-            if block.is_empty() {
-                return;
-            }
-            let base = (b as u32) << BLOCK_BITS;
-            let width = 1u32 << BLOCK_BITS;
-            scratch.clear();
-            scratch.resize(block.len(), (0, 0, 0));
-            let slot = |r: &ReadFact| if r.0 == HOLE.0 { width } else { r.0 - base };
-            let ends = counting_sort_into(block.iter(), scratch, width as usize + 1, slot);
-            let mut lo = 0;
-            for &hi in &ends[..width as usize] {
-                scratch[lo..hi as usize].sort_by_key(|r| r.1);
-                lo = hi as usize;
-            }
-            block.copy_from_slice(scratch);
+            sort_block(scratch, b, block)
         });
 }
 
-/// Drops the holes and the duplicates of sorted facts, in place: one pass.
+/// Sorts block `b` by key (holes last), each key's facts by writer; `scratch` is room to use.
+fn sort_block(scratch: &mut Vec<ReadFact>, b: usize, block: &mut [ReadFact]) {
+    if block.is_empty() {
+        return;
+    }
+    let base = (b as u32) << BLOCK_BITS;
+    let width = 1u32 << BLOCK_BITS;
+    scratch.clear();
+    scratch.resize(block.len(), (0, 0, 0));
+    let slot = |r: &ReadFact| if r.0 == HOLE.0 { width } else { r.0 - base };
+    let ends = counting_sort_into(block.iter(), scratch, width as usize + 1, slot);
+    let mut lo = 0;
+    for &hi in &ends[..width as usize] {
+        scratch[lo..hi as usize].sort_by_key(|r| r.1);
+        lo = hi as usize;
+    }
+    block.copy_from_slice(scratch);
+}
+
+/// Moves a sorted block's facts, without holes and duplicates, to its front; returns how many.
+fn without_duplicates(block: &mut [ReadFact]) -> usize {
+    let mut kept = 0;
+    for i in 0..block.len() {
+        let r = block[i];
+        if r.0 == HOLE.0 {
+            // Holes sort last.
+            break;
+        }
+        if kept > 0 && block[kept - 1] == r {
+            continue;
+        }
+        block[kept] = r;
+        kept += 1;
+    }
+    kept
+}
+
+/// Drops holes and duplicates from blocks sorted one after another.
 fn compact(v: &mut Vec<ReadFact>) {
     let mut kept = 0;
     for i in 0..v.len() {

@@ -2,7 +2,7 @@
 //! constraints between chains: one coalesced constraint per pair (the paper's §3.1–3.2), or the
 //! plain polygraph's one per (reader, writer) when coalescing is off.
 
-use crate::graph::{add_into, Built, ChainRec, Constraint, EdgeKind, Label, Node, INIT};
+use crate::graph::{add_into, Built, ChainRec, Constraint, EdgeKind, Label, Layout, Node, INIT};
 use crate::Options;
 use rayon::prelude::*;
 
@@ -24,6 +24,36 @@ fn key_groups<T>(v: &[T], key: impl Fn(&T) -> u32) -> impl Iterator<Item = (u32,
     })
 }
 
+/// [`chains_and_constraints`] of read facts still laid out by key block: each block is sorted
+/// on every core and chained on this thread as soon as it and those before it are sorted, in
+/// key order, so that the edges, gates and constraints are those of one pass over all keys.
+/// Chaining is one thread's work; sorting the blocks after it had the other cores idle.
+pub(super) fn chains_by_block(
+    b: &mut Built,
+    layout: Layout,
+    writes: &[(u32, Node)],
+    rmws: &[(u32, Node, Node)],
+    opts: &Options,
+) {
+    reserve(b, layout.len(), writes.len());
+    layout.sorted_in_order(|keys, reads| {
+        let of_keys = |k: u32| keys.contains(&k);
+        let ws = &writes[writes.partition_point(|w| w.0 < keys.start)..];
+        let ws = &ws[..ws.partition_point(|w| of_keys(w.0))];
+        let rs = &rmws[rmws.partition_point(|r| r.0 < keys.start)..];
+        let rs = &rs[..rs.partition_point(|r| of_keys(r.0))];
+        chains_and_constraints(b, reads, ws, rs, opts);
+    });
+}
+
+/// Room for the edges of `reads` facts and `writes` writes.
+fn reserve(b: &mut Built, reads: usize, writes: usize) {
+    // At most an edge a read, and a few a chain: reserved once, not grown through copies.
+    b.edges.reserve(reads + 2 * writes);
+    b.labels.reserve(reads + 2 * writes);
+    b.spare.reserve(reads);
+}
+
 pub(super) fn chains_and_constraints(
     b: &mut Built,
     reads: &[(u32, Node, Node)],
@@ -31,10 +61,7 @@ pub(super) fn chains_and_constraints(
     rmws: &[(u32, Node, Node)],
     opts: &Options,
 ) {
-    // At most an edge a read, and a few a chain: reserved once, not grown through copies.
-    b.edges.reserve(reads.len() + 2 * writes.len());
-    b.labels.reserve(reads.len() + 2 * writes.len());
-    b.spare.reserve(reads.len());
+    reserve(b, reads.len(), writes.len());
     let mut rd = key_groups(reads, |r| r.0).peekable();
     let mut rm = key_groups(rmws, |r| r.0).peekable();
     let mut chains: Vec<Vec<Node>> = Vec::new();

@@ -4,6 +4,8 @@
 //! (`solve`). Strict serializability is the same decision over a graph with real-time edges.
 
 mod chains;
+#[cfg(test)]
+mod chains_tests;
 mod dup;
 mod prune;
 mod solve;
@@ -48,9 +50,13 @@ pub(crate) fn add_chains(b: &mut Built, mut f: Facts, opts: &Options) {
         f.rmws.clear();
     }
     if !f.amb.is_empty() {
+        f.sort_reads();
         split_dup_keys(b, &mut f);
     }
-    chains::chains_and_constraints(b, &f.reads, &f.writes, &f.rmws, opts);
+    match f.read_blocks.take() {
+        Some(layout) => chains::chains_by_block(b, layout, &f.writes, &f.rmws, opts),
+        None => chains::chains_and_constraints(b, &f.reads, &f.writes, &f.rmws, opts),
+    }
     b.chain_of.resize(b.num_nodes, (u32::MAX, 0));
 }
 

@@ -10,12 +10,11 @@ use super::jsonl_scan::{itoa_buf, scan, LineRef, NameRef, OpRef};
 use super::jsonl_serde::{LineIn, OpVal};
 use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
+use crate::in_order::map_in_order;
 use crate::model::{OpKind, ABSENT_VALUE};
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
 
 /// Bytes read per block: large enough for every core to get long runs of lines, small enough
 /// that a block's parsed operations stay a few megabytes.
@@ -160,8 +159,6 @@ pub(crate) const LONG: u128 = u128::MAX;
 /// Numbers the key names of a piece. Names of up to 15 bytes are compared as one integer held
 /// in the table, not through a pointer into the block (a cache miss per operation).
 struct LocalKeys<'a, 's> {
-    /// Used again piece after piece (a table grown from empty for each piece rehashed as
-    /// often as it doubled).
     short: &'s mut FxHashMap<u128, u32>,
     long: FxHashMap<NameRef<'a>, u32>,
 }
@@ -240,7 +237,7 @@ pub(crate) fn read_blocks(
             .map(|i| old + i)
         {
             let mut base = lines_before;
-            parse_in_order(cut(&buf[..=nl]), |p| {
+            map_in_order(cut(&buf[..=nl]), parse_piece, |p| {
                 let lines = p.lines;
                 piece(p, base)?;
                 base += lines;
@@ -296,79 +293,10 @@ fn cut(text: &[u8]) -> Vec<&[u8]> {
     pieces
 }
 
-/// Parses `pieces` on every core and hands them to `take` in order, stopping at its first
-/// error. The calling thread takes pieces; while the next one is not parsed yet it parses one
-/// itself, and it waits only when every piece is taken by another thread.
-fn parse_in_order<'a, E>(
-    pieces: Vec<&'a [u8]>,
-    mut take: impl FnMut(Piece<'a>) -> Result<(), E>,
-) -> Result<(), E> {
-    let n = pieces.len();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let claim = || {
-        let j = next.fetch_add(1, Ordering::Relaxed);
-        (j < n && !stop.load(Ordering::Relaxed)).then_some(j)
-    };
-    // Parsed pieces not taken yet, and whether a parsing thread died (so no one waits forever).
-    let parsed: Mutex<(Vec<Option<Piece<'a>>>, bool)> =
-        Mutex::new(((0..n).map(|_| None).collect(), false));
-    let done = Condvar::new();
-    let lock = || parsed.lock().unwrap_or_else(|e| e.into_inner());
-    let put = |j: usize, p: Piece<'a>| {
-        lock().0[j] = Some(p);
-        done.notify_all();
-    };
-    // In place: the calling thread (which may not be one of the pool's) takes the pieces.
-    rayon::in_place_scope(|s| {
-        for _ in 1..rayon::current_num_threads().min(n) {
-            s.spawn(|_| {
-                let guard = Died(&parsed, &done);
-                let mut short = FxHashMap::default();
-                while let Some(j) = claim() {
-                    put(j, parse_piece(pieces[j], &mut short));
-                }
-                std::mem::forget(guard);
-            });
-        }
-        let mut short = FxHashMap::default();
-        for i in 0..n {
-            let piece = loop {
-                if let Some(p) = lock().0[i].take() {
-                    break p;
-                }
-                if let Some(j) = claim() {
-                    put(j, parse_piece(pieces[j], &mut short));
-                    continue;
-                }
-                let mut g = lock();
-                while g.0[i].is_none() {
-                    assert!(!g.1, "a thread parsing JSON Lines stopped");
-                    g = done.wait(g).unwrap_or_else(|e| e.into_inner());
-                }
-                break g.0[i].take().expect("a piece was parsed");
-            };
-            if let Err(e) = take(piece) {
-                stop.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Marks the parsed pieces as never all coming, should a parsing thread unwind.
-struct Died<'m, 'a>(&'m Mutex<(Vec<Option<Piece<'a>>>, bool)>, &'m Condvar);
-
-impl Drop for Died<'_, '_> {
-    fn drop(&mut self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
-        self.1.notify_all();
-    }
-}
-
 /// Parses the lines of one piece; stops at the first bad one (the caller stops there too).
-fn parse_piece<'a>(bytes: &'a [u8], short: &mut FxHashMap<u128, u32>) -> Piece<'a> {
+/// `short` is the thread's table of short names, used again piece after piece (a table grown
+/// from empty for each piece rehashed as often as it doubled).
+fn parse_piece<'a>(short: &mut FxHashMap<u128, u32>, bytes: &'a [u8]) -> Piece<'a> {
     let mut p = Piece {
         items: Vec::new(),
         names: Vec::new(),
