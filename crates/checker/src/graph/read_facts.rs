@@ -240,8 +240,6 @@ pub(crate) fn sort_facts(
     layout.sorted()
 }
 
-/// The second level: each block (ending at `ends`), in cache and in parallel, by key (holes
-/// last) and each key's facts by writer.
 /// `v` cut at the blocks' `ends`.
 fn split_blocks<'v>(v: &'v mut [ReadFact], ends: &[u32]) -> Vec<&'v mut [ReadFact]> {
     let mut block_of = Vec::with_capacity(ends.len());
@@ -255,6 +253,8 @@ fn split_blocks<'v>(v: &'v mut [ReadFact], ends: &[u32]) -> Vec<&'v mut [ReadFac
     block_of
 }
 
+/// The second level: each block (ending at `ends`), in cache and in parallel, by key (holes
+/// last) and each key's facts by writer.
 fn sort_blocks(v: &mut [ReadFact], ends: &[u32]) {
     split_blocks(v, ends)
         .into_par_iter()
