@@ -3,7 +3,7 @@
 //! chaining sorted facts) overlaps the rest of the work instead of waiting for all of it.
 //! Shared by the readers and the checker.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 /// Maps every item with `map` on every core (each thread with its own scratch `S`) and hands
@@ -21,15 +21,14 @@ where
     S: Default,
 {
     let n = items.len();
-    let items: Vec<Mutex<Option<I>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
-    let next = AtomicUsize::new(0);
+    // The items not yet claimed, with their places.
+    let items = Mutex::new(items.into_iter().enumerate());
     let stop = AtomicBool::new(false);
     let claim = || {
-        let j = next.fetch_add(1, Ordering::Relaxed);
-        let item = (j < n && !stop.load(Ordering::Relaxed))
-            .then(|| lock(&items[j]).take())
-            .flatten();
-        item.map(|i| (j, i))
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        lock(&items).next()
     };
     // Results not taken yet, and whether a mapping thread died (so no one waits forever).
     let done: Mutex<(Vec<Option<O>>, bool)> = Mutex::new(((0..n).map(|_| None).collect(), false));

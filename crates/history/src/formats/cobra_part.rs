@@ -47,8 +47,6 @@ struct Part {
     txns: Vec<PartTxn>,
     /// This log's keys, by their hash, in order of first sight.
     keys: Vec<u64>,
-    /// Key hash → its id within this log.
-    local: FxHashMap<u64, KeyId>,
     warning: Option<Warning>,
     /// Decoding stopped here; what came before is kept, so that an earlier problem (a
     /// transaction id used twice) is still the one reported.
@@ -285,21 +283,16 @@ fn decode_log(
     let mut p = Part {
         path: path.to_path_buf(),
         cap: slots.kind.len(),
-        local: std::mem::take(local),
         ..Default::default()
     };
     let decoded = read.and_then(|ts| {
-        decode_with(
-            &mut Fill {
-                p: &mut p,
-                s: slots,
-            },
-            bytes,
-            path,
-            ts,
-        )
+        let mut fill = Fill {
+            p: &mut p,
+            s: slots,
+            local,
+        };
+        decode_with(&mut fill, bytes, path, ts)
     });
-    *local = std::mem::take(&mut p.local);
     match decoded {
         Ok(w) => p.warning = w,
         Err(e) => {
@@ -418,16 +411,20 @@ fn indexed_write(op: &CobraOp) -> bool {
 struct Fill<'p, 's> {
     p: &'p mut Part,
     s: Slots<'s>,
+    /// Key hash → its id within this log (the thread's map, used again log after log).
+    local: &'p mut FxHashMap<u64, KeyId>,
 }
 
 impl Sink for Fill<'_, '_> {
+    #[inline]
     fn key(&mut self, hash: u64) -> KeyId {
         let p = &mut *self.p;
-        *p.local.entry(hash).or_insert_with(|| {
+        *self.local.entry(hash).or_insert_with(|| {
             p.keys.push(hash);
             p.keys.len() as KeyId - 1
         })
     }
+    #[inline]
     fn op(&mut self, key: KeyId, op: &CobraOp) {
         let (i, s) = (self.p.n, &mut self.s);
         if indexed_write(op) {

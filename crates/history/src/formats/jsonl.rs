@@ -400,6 +400,20 @@ impl Gathered {
         k
     }
 
+    /// [`Self::key`] of a piece's name, found by its packed text where it has one (see
+    /// `Piece::names`).
+    fn packed_key(&mut self, name: &str, packed: u128) -> KeyId {
+        if packed == LONG {
+            return self.key(name);
+        }
+        if let Some(&k) = self.short.get(&packed) {
+            return k;
+        }
+        let k = self.key(name);
+        self.short.insert(packed, k);
+        k
+    }
+
     /// Adds one record to its session's pending transactions, interning its keys.
     fn add(
         &mut self,
@@ -445,15 +459,7 @@ impl Gathered {
             op.1 = match table[n] {
                 UNSEEN => {
                     let (name, packed) = names[n];
-                    let k = match (packed, self.short.get(&packed)) {
-                        (LONG, _) => self.key(name.as_str(&mut digits)),
-                        (_, Some(&k)) => k,
-                        _ => {
-                            let k = self.key(name.as_str(&mut digits));
-                            self.short.insert(packed, k);
-                            k
-                        }
-                    };
+                    let k = self.packed_key(name.as_str(&mut digits), packed);
                     table[n] = k;
                     k
                 }

@@ -174,8 +174,7 @@ impl<'a> LocalKeys<'a, '_> {
         let mut digits = itoa_buf::Buf::default();
         let text = name.as_str(&mut digits).as_bytes();
         let next = names.len() as u32;
-        // (its number, its packed text)
-        let n = if text.len() < 16 {
+        let (n, packed) = if text.len() < 16 {
             let len = text.len();
             // One 16-byte load from the piece, masked to the name, where the piece goes on that
             // far; bytes copied one by one would be read back through a stalled store.
@@ -197,10 +196,10 @@ impl<'a> LocalKeys<'a, '_> {
         } else {
             (*self.long.entry(name).or_insert(next), LONG)
         };
-        if n.0 == next {
-            names.push((name, n.1));
+        if n == next {
+            names.push((name, packed));
         }
-        n.0
+        n
     }
 }
 
