@@ -115,6 +115,28 @@ fn closing_quote(b: &[u8]) -> Option<usize> {
     (b[i] == b'"').then_some(i)
 }
 
+/// The value and count of the digits `b` starts with, read eight bytes at once, where fewer
+/// than eight digits lead eight bytes (most numbers of a history: the per-digit loop was a
+/// tenth of parsing a read-heavy log); `None` otherwise, for the loop to read.
+#[inline(always)]
+fn digits_in_word(b: &[u8]) -> Option<(u64, usize)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let w = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+    // A byte's high bit is set in one of the two where it is not a digit: exact for every byte
+    // up to the first non-digit, which is all that is read.
+    let not_digit = (w.wrapping_sub(ONES * 0x30) | w.wrapping_add(ONES * 0x46)) & (ONES * 0x80);
+    let len = (not_digit.trailing_zeros() / 8) as usize;
+    if len == 0 || len == 8 {
+        return None;
+    }
+    // The digits' values in the top `len` bytes, zeros (leading zeros) below.
+    let mut v = (w.wrapping_sub(ONES * 0x30) << (8 * (8 - len))) & (ONES * 0x0f);
+    v = v.wrapping_mul(1 + (10 << 8)) >> 8 & 0x00ff_00ff_00ff_00ff;
+    v = v.wrapping_mul(1 + (100 << 16)) >> 16 & 0x0000_ffff_0000_ffff;
+    v = v.wrapping_mul(1 + (10_000 << 32)) >> 32;
+    Some((v, len))
+}
+
 struct Scanner<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -159,7 +181,7 @@ impl<'a> Scanner<'a> {
     fn number(&mut self) -> Option<u64> {
         self.ws();
         let rest = self.b.get(self.i..)?;
-        let (mut v, mut len) = (0u64, 0);
+        let (mut v, mut len) = digits_in_word(rest).unwrap_or((0, 0));
         while let Some(&d) = rest.get(len) {
             let x = d.wrapping_sub(b'0');
             if x > 9 {
@@ -461,6 +483,48 @@ mod tests {
             let want = scan(&b, &mut ops_b).map(|l| (l.first, l.end));
             assert_eq!(got, want, "{op}");
             assert_eq!(ops_a, ops_b, "{op}");
+        }
+    }
+
+    /// Eight bytes at once read what a digit at a time reads, whatever follows the digits.
+    #[test]
+    fn digits_read_by_the_word_are_read_by_the_digit() {
+        let tails: [&[u8]; 6] = [
+            b"]]}xxxxxx",
+            b",",
+            b"\x00\x00\x00\x00\x00\x00\x00\x00",
+            b"\xff\xba\x80/:",
+            b" ",
+            b"e5",
+        ];
+        let mut n = 0u64;
+        for len in 0..=12usize {
+            for first in [b'0', b'1', b'5', b'9'] {
+                let mut digits = vec![first];
+                while digits.len() < len {
+                    n = n
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    digits.push(b'0' + (n >> 60) as u8 % 10);
+                }
+                digits.truncate(len);
+                for tail in tails {
+                    let b = [&digits[..], tail].concat();
+                    let lead = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                    let want = (lead > 0 && lead < 8 && b.len() >= 8).then(|| {
+                        let v = b[..lead]
+                            .iter()
+                            .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+                        (v, lead)
+                    });
+                    assert_eq!(
+                        digits_in_word(&b),
+                        want,
+                        "{:?}",
+                        String::from_utf8_lossy(&b)
+                    );
+                }
+            }
         }
     }
 
