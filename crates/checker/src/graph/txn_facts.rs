@@ -19,7 +19,10 @@ pub(super) fn all_facts(
     thin: bool,
 ) -> Result<Facts, Finding> {
     let overwritten = Overwritten::of(h);
-    let ranges = node_ranges(h, b, rayon::current_num_threads() * 2);
+    // Eight ranges a thread: with two, ranges of equal ops but unequal work left one core idle
+    // through the last tenth of the pass (readheavy-8000); thinning, which does not cross
+    // ranges, keeps 0.06 % more edges for it.
+    let ranges = node_ranges(h, b, rayon::current_num_threads() * 8);
     let mut layout = Layout::of(h, &b.node_txn, &ranges);
     let outs = match layout.as_mut() {
         Some(l) => l.split(),
