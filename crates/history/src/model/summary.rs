@@ -48,11 +48,25 @@ pub fn summarize(h: &History) -> Summary {
             TxnStatus::Unknown => s.unknown += 1,
         }
     }
-    // One counting pass per kind: each is a plain comparison the compiler vectorizes, where
-    // one pass with a branch per operation cost a few milliseconds on a million reads.
-    let count = |kind: OpKind| h.op_kind.iter().filter(|&&k| k == kind).count();
-    s.writes = count(OpKind::Write);
-    s.initial_reads = count(OpKind::ReadInit);
+    // Counted on every core, in chunks whose counts fit 32 bits, adding comparisons rather
+    // than branching on them, so that the compiler vectorizes it: a branch per operation cost
+    // a few milliseconds on a million reads, and one thread's passes 25 ms on twelve million,
+    // at the end of every check.
+    use rayon::prelude::*;
+    let (writes, initial_reads) = h
+        .op_kind
+        .par_chunks(1 << 16)
+        .map(|c| {
+            let (mut w, mut i) = (0u32, 0u32);
+            for &k in c {
+                w += u32::from(k == OpKind::Write);
+                i += u32::from(k == OpKind::ReadInit);
+            }
+            (w as usize, i as usize)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    s.writes = writes;
+    s.initial_reads = initial_reads;
     s.reads = h.op_kind.len() - s.writes;
     s.fences = (0..h.num_txns() as TxnId)
         .filter(|&t| h.is_fence(t))
