@@ -146,7 +146,13 @@ impl HistoryBuilder {
             return None;
         }
         if deferred.len() < 1 << 18 {
-            // A table this small stays in cache: one by one is faster than sorting.
+            // A table this small stays in cache: one by one is faster than sorting. Room made
+            // first: grown as it filled, the table was rehashed each time it doubled.
+            let ops = Ops {
+                key: &self.h.op_key,
+                value: &self.h.op_value,
+            };
+            self.h.write_index.reserve(ops, deferred.len());
             let mut first_dup = None;
             for o in deferred {
                 let (k, v) = (self.h.op_key[o as usize], self.h.op_value[o as usize]);
