@@ -69,6 +69,21 @@ fn be(b: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// Bytes of an `R` record.
+const READ_LEN: usize = 33;
+
+/// Bytes of the record with opcode `op` (`S` and `C` carry a timestamp more in the stamped
+/// variant); `None` where `op` is none.
+#[inline]
+pub(crate) fn record_len(op: u8, ts: bool) -> Option<usize> {
+    match op {
+        b'S' | b'C' => Some(if ts { 17 } else { 9 }),
+        b'W' => Some(25),
+        b'R' => Some(READ_LEN),
+        _ => None,
+    }
+}
+
 /// Whether the bytes parse as the timestamped variant: the first record must be `S` and the
 /// plain layout must not, while the stamped one does, reach a valid opcode after it. Works on
 /// the start of a file still being written too.
@@ -77,11 +92,8 @@ pub(crate) fn looks_timestamped(b: &[u8]) -> bool {
         let mut i = 0;
         let mut seen = 0;
         while i < b.len() && seen < 64 {
-            let len = match b[i] {
-                b'S' | b'C' => 9 + if ts { 8 } else { 0 },
-                b'W' => 25,
-                b'R' => 33,
-                _ => return false,
+            let Some(len) = record_len(b[i], ts) else {
+                return false;
             };
             i += len;
             seen += 1;
@@ -177,8 +189,8 @@ impl<'a> Decoder<'a> {
         }
         let b = self.bytes;
         let mut i = self.pos;
-        while let Some(r) = b.get(i..i + 33) {
-            let r: &[u8; 33] = r.try_into().expect("33 bytes");
+        while let Some(r) = b.get(i..i + READ_LEN) {
+            let r: &[u8; READ_LEN] = r.try_into().expect("a whole record");
             if r[0] != b'R' {
                 break;
             }
@@ -193,7 +205,7 @@ impl<'a> Decoder<'a> {
                 value_hash: field(25),
                 writer: field(1),
             });
-            i += 33;
+            i += READ_LEN;
         }
         self.pos = i;
     }
@@ -207,11 +219,9 @@ impl<'a> Decoder<'a> {
         let op = b[i];
         let at = self.base + i as u64;
         let err = |msg: String| InputError::new(self.path, Location::Offset(at), msg);
-        let len = match op {
-            b'S' | b'C' => 9 + if self.ts { 8 } else { 0 },
-            b'W' => 25,
-            b'R' => 33,
-            _ => {
+        let len = match record_len(op, self.ts) {
+            Some(len) => len,
+            None => {
                 let shown = if op.is_ascii_graphic() {
                     format!(" ('{}')", op as char)
                 } else {

@@ -16,7 +16,9 @@
 //! warnings, and on bad input the same first error, because what crosses logs (key ids,
 //! transaction ids used twice, which error comes first) is settled in file order.
 
-use super::cobra::{key_name, looks_timestamped, session_name, CobraOp, Decoder, Record};
+use super::cobra::{
+    key_name, looks_timestamped, record_len, session_name, CobraOp, Decoder, Record,
+};
 use crate::error::{InputError, Location, Warning};
 use crate::fxhash::FxHashMap;
 use crate::model::{HistoryBuilder, KeyId, OpId, OpKind, TxnStatus, DELETE_WRITE_ID};
@@ -171,8 +173,7 @@ pub(crate) fn read_all(
         .into_par_iter()
         .zip(&maps)
         .with_max_len(1)
-        .map(|(ks, (map, _))| (ks, map))
-        .for_each(|(ks, map)| ks.iter_mut().for_each(|k| *k = map[*k as usize]));
+        .for_each(|(ks, (map, _))| ks.iter_mut().for_each(|k| *k = map[*k as usize]));
     for v in [&mut value, &mut value_hash, &mut writer] {
         v.truncate(base);
     }
@@ -208,7 +209,7 @@ fn decode_in_turn(
                 .map(|()| timestamps.unwrap_or_else(|| looks_timestamped(buf)));
             let cap = read.as_ref().map_or(0, |&ts| committed_ops(buf, ts));
             let slots = {
-                let mut t = lock(&turn);
+                let mut t = crate::in_order::lock(&turn);
                 while t.0 != i {
                     t = turned.wait(t).unwrap_or_else(|e| e.into_inner());
                 }
@@ -221,10 +222,6 @@ fn decode_in_turn(
         },
         take,
     )
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Reads the first `len` bytes of the log at `path` into `buf` (emptied first).
@@ -242,14 +239,10 @@ fn read_log(path: &Path, len: u64, buf: &mut Vec<u8>) -> Result<(), InputError> 
 /// (an operation it keeps precedes its transaction's commit), and exactly these where it finds
 /// nothing wrong. A bad opcode ends the walk; decoding reports it.
 fn committed_ops(b: &[u8], ts: bool) -> usize {
-    let marks = if ts { 17 } else { 9 };
     let (mut i, mut ops, mut kept) = (0, 0, 0);
     while i < b.len() {
-        let len = match b[i] {
-            b'S' | b'C' => marks,
-            b'W' => 25,
-            b'R' => 33,
-            _ => break,
+        let Some(len) = record_len(b[i], ts) else {
+            break;
         };
         if i + len > b.len() {
             break;
