@@ -149,7 +149,8 @@ impl Layout {
         let ends = self.ends();
         let mut v = self.v;
         sort_blocks(&mut v, &ends);
-        compact(&mut v);
+        let kept = without_duplicates(&mut v);
+        v.truncate(kept);
         v
     }
 
@@ -318,48 +319,28 @@ fn by_writer(scratch: &mut Scratch, from: &[ReadFact], to: &mut [ReadFact]) {
     }
     if writers.len() <= 1 {
         to.copy_from_slice(from);
-        for &(w, _) in writers.iter() {
-            slot[w as usize] = 0;
+    } else {
+        // Each writer's first place: after the facts of every smaller writer.
+        writers.sort_unstable_by_key(|w| w.0);
+        let mut at = 0;
+        for (i, (w, c)) in writers.iter_mut().enumerate() {
+            slot[*w as usize] = i as u32 + 1;
+            (*c, at) = (at, at + *c);
         }
-        return;
-    }
-    // Each writer's first place: after the facts of every smaller writer.
-    writers.sort_unstable_by_key(|w| w.0);
-    let mut at = 0;
-    for (i, (w, c)) in writers.iter_mut().enumerate() {
-        slot[*w as usize] = i as u32 + 1;
-        (*c, at) = (at, at + *c);
-    }
-    for &r in from {
-        let c = &mut writers[slot[r.1 as usize] as usize - 1].1;
-        to[*c as usize] = r;
-        *c += 1;
+        for &r in from {
+            let c = &mut writers[slot[r.1 as usize] as usize - 1].1;
+            to[*c as usize] = r;
+            *c += 1;
+        }
     }
     for &(w, _) in writers.iter() {
         slot[w as usize] = 0;
     }
 }
 
-/// Moves a sorted block's facts, without holes and duplicates, to its front; returns how many.
-fn without_duplicates(block: &mut [ReadFact]) -> usize {
-    let mut kept = 0;
-    for i in 0..block.len() {
-        let r = block[i];
-        if r.0 == HOLE.0 {
-            // Holes sort last.
-            break;
-        }
-        if kept > 0 && block[kept - 1] == r {
-            continue;
-        }
-        block[kept] = r;
-        kept += 1;
-    }
-    kept
-}
-
-/// Drops holes and duplicates from blocks sorted one after another.
-fn compact(v: &mut Vec<ReadFact>) {
+/// Moves sorted facts (a block, or blocks one after another), without holes and duplicates,
+/// to the front; returns how many.
+fn without_duplicates(v: &mut [ReadFact]) -> usize {
     let mut kept = 0;
     for i in 0..v.len() {
         let r = v[i];
@@ -369,7 +350,7 @@ fn compact(v: &mut Vec<ReadFact>) {
         v[kept] = r;
         kept += 1;
     }
-    v.truncate(kept);
+    kept
 }
 
 /// A stable counting sort of `from` by `field` (below `range`) into `to` (as long); returns

@@ -326,13 +326,9 @@ fn first_of_each<E: Send>(
     key: impl Fn(&E) -> (u64, u32),
 ) -> impl Iterator<Item = E> {
     let mut keyed: Vec<((u64, u32), E)> = edges.map(|e| (key(&e), e)).collect();
-    // A large round's edges on every core: on one, 80k read-heavy transactions' first round
-    // sorted for tens of milliseconds with the other cores idle.
-    if keyed.len() >= 1 << 16 {
-        keyed.par_sort_unstable_by_key(|k| k.0);
-    } else {
-        keyed.sort_unstable_by_key(|k| k.0);
-    }
+    // On every core (a small round's stays on this thread): on one, 80k read-heavy
+    // transactions' first round sorted for tens of milliseconds with the other cores idle.
+    keyed.par_sort_unstable_by_key(|k| k.0);
     keyed.dedup_by(|later, first| later.0 .0 == first.0 .0 && later.0 .0 as u32 != u32::MAX);
     keyed.into_iter().map(|(_, e)| e)
 }

@@ -46,17 +46,19 @@ fn parallel_from() -> usize {
 
 /// The history of `sessions` (read from `paths`), with the warnings reading gave.
 pub(crate) fn build(
-    b: HistoryBuilder,
+    mut b: HistoryBuilder,
     sessions: Vec<(String, Vec<Pending>)>,
     warnings: Vec<Warning>,
     paths: &[PathBuf],
 ) -> Result<Loaded, InputError> {
     let txns = || sessions.iter().flat_map(|(_, t)| t.iter());
     let ops: usize = txns().map(|p| p.ops.len()).sum();
+    let has_lists = txns().any(|p| !p.lists.is_empty());
     // List-append values must hear of a repeat as each write is added, and application values
     // are placed by the builder one at a time.
-    if ops < parallel_from() || txns().any(|p| !p.lists.is_empty() || !p.app.is_empty()) {
-        in_turn(b, sessions, warnings, paths)
+    if ops < parallel_from() || has_lists || txns().any(|p| !p.app.is_empty()) {
+        b.reserve_ops(ops);
+        in_turn(b, sessions, warnings, paths, has_lists)
     } else {
         on_every_core(b, sessions, warnings, paths, ops)
     }
@@ -122,22 +124,15 @@ fn on_every_core(
     Ok(loaded(b, deletes, warnings))
 }
 
-/// One operation at a time, as the builder takes them.
+/// One operation at a time, as the builder takes them (`has_lists`: some transaction has
+/// list-append reads).
 fn in_turn(
     mut b: HistoryBuilder,
     sessions: Vec<(String, Vec<Pending>)>,
     warnings: Vec<Warning>,
     paths: &[PathBuf],
+    has_lists: bool,
 ) -> Result<Loaded, InputError> {
-    let has_lists = sessions
-        .iter()
-        .any(|(_, txns)| txns.iter().any(|p| !p.lists.is_empty()));
-    b.reserve_ops(
-        sessions
-            .iter()
-            .flat_map(|(_, txns)| txns.iter().map(|p| p.ops.len()))
-            .sum(),
-    );
     let mut first_line: HashMap<u64, (usize, u64)> = HashMap::new();
     let mut deletes = false;
     for (name, txns) in sessions {
