@@ -5,10 +5,11 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
-use super::jsonl_block::{not_utf8, read_blocks, Head, Item, Rec, ValRef, LONG};
-use super::jsonl_build::Pending;
+use super::jsonl_block::PieceOps;
+use super::jsonl_block::{not_utf8, read_blocks, Head, Input, Item, Rec, ValRef, LONG};
+use super::jsonl_build::{FileOrder, Pending};
 pub(crate) use super::jsonl_repair::{repair, Repair};
-use super::jsonl_scan::{itoa_buf, LineRef, NameRef, OpRef};
+use super::jsonl_scan::{itoa_buf, LineRef, OpRef};
 use super::{regular_file, Loaded};
 use crate::error::{InputError, Location, Warning};
 use crate::fxhash::FxHashMap;
@@ -54,8 +55,7 @@ impl AppVals {
 
 /// Reads a JSON Lines file.
 pub fn read_file(path: &Path) -> Result<Loaded, InputError> {
-    let f = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
-    read(std::io::BufReader::with_capacity(1 << 20, f), path)
+    read_many::<std::io::Empty>(vec![(path.to_path_buf(), Src::File)])
 }
 
 /// The `*.jsonl` files of a directory (one per session, as the collector writes them).
@@ -83,60 +83,46 @@ pub fn read_dir(dir: &Path) -> Result<Loaded, InputError> {
         ));
     }
     // Opened one at a time, as they are read: more sessions than the open-file limit allows.
-    let inputs = files
-        .into_iter()
-        .map(|f| {
-            (
-                f.clone(),
-                LazyFile {
-                    path: f,
-                    file: None,
-                },
-            )
-        })
-        .collect();
-    let mut l = read_many(inputs)?;
+    let inputs = files.into_iter().map(|f| (f, Src::File)).collect();
+    let mut l = read_many::<std::io::Empty>(inputs)?;
     l.warnings
         .extend(super::unrecorded::warning(dir, &l.history));
     Ok(l)
 }
 
-/// A session file opened when first read and closed when dropped.
-struct LazyFile {
-    path: std::path::PathBuf,
-    file: Option<std::io::BufReader<std::fs::File>>,
+/// An input of [`read_many`]: a file opened when its turn comes (and closed after), or a
+/// reader.
+enum Src<R> {
+    File,
+    Reader(R),
 }
 
-impl LazyFile {
-    fn open(&mut self) -> std::io::Result<&mut std::io::BufReader<std::fs::File>> {
-        if self.file.is_none() {
-            let f = std::fs::File::open(&self.path)?;
-            self.file = Some(std::io::BufReader::with_capacity(1 << 20, f));
-        }
-        Ok(self.file.as_mut().unwrap())
-    }
+/// A file's bytes: mapped into memory where it is a non-empty regular file that maps (the
+/// mapping stays valid once the file is closed), else a reader of it.
+enum Opened {
+    Mapped(memmap2::Mmap),
+    Read(std::fs::File),
 }
 
-impl std::io::Read for LazyFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.open()?.read(buf)
+fn open(path: &Path) -> Result<Opened, InputError> {
+    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| InputError::io(path, e))?;
+    if meta.len() == 0 || !meta.is_file() {
+        return Ok(Opened::Read(file));
     }
-}
-
-impl BufRead for LazyFile {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.open()?.fill_buf()
-    }
-    fn consume(&mut self, n: usize) {
-        if let Some(f) = self.file.as_mut() {
-            f.consume(n);
-        }
+    // SAFETY: the mapping is read-only and private. A file truncated by another process while
+    // krait reads it would fault on the pages cut off, as reading a log while its writer
+    // rewrites it gives no meaningful answer either way; appending is harmless (the mapping
+    // covers the length at open).
+    match unsafe { memmap2::MmapOptions::new().populate().map(&file) } {
+        Ok(m) => Ok(Opened::Mapped(m)),
+        Err(_) => Ok(Opened::Read(file)),
     }
 }
 
 /// Reads JSON Lines from `input`; `path` names it in errors.
 pub fn read(input: impl BufRead, path: &Path) -> Result<Loaded, InputError> {
-    read_many(vec![(path.to_path_buf(), input)])
+    read_many(vec![(path.to_path_buf(), Src::Reader(input))])
 }
 
 /// One complete record of a log being followed (a line of a file, a message of a stream):
@@ -269,9 +255,6 @@ fn parse_op(
 pub(crate) const CUT_HEAD: &str =
     "the last line is cut short before its operations (the client stopped before the transaction asked to commit): left out";
 
-/// A piece's key number not yet mapped to a key id.
-const UNSEEN: KeyId = KeyId::MAX;
-
 /// What reading the inputs gathers before the history is built session by session.
 struct Gathered {
     b: HistoryBuilder,
@@ -282,10 +265,14 @@ struct Gathered {
     session_index: HashMap<String, usize>,
     fence: Option<KeyId>,
     warnings: Vec<Warning>,
+    /// Every record's operations, in the order read.
+    ops: FileOrder,
 }
 
 /// Reads several inputs (one per session file, as the collector writes them) as one history.
-fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded, InputError> {
+fn read_many<R: std::io::Read>(
+    inputs: Vec<(std::path::PathBuf, Src<R>)>,
+) -> Result<Loaded, InputError> {
     let mut g = Gathered {
         b: HistoryBuilder::new(),
         short: FxHashMap::default(),
@@ -293,30 +280,48 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
         session_index: HashMap::new(),
         fence: None,
         warnings: Vec::new(),
+        ops: FileOrder::default(),
     };
     let paths: Vec<std::path::PathBuf> = inputs.iter().map(|(p, _)| p.clone()).collect();
-    for (file_no, (path, input)) in inputs.into_iter().enumerate() {
+    for (file_no, (path, src)) in inputs.into_iter().enumerate() {
         let path = path.as_path();
+        let opened;
+        let input = match src {
+            Src::Reader(r) => Input::Reader(Box::new(r)),
+            Src::File => {
+                opened = open(path)?;
+                match &opened {
+                    Opened::Mapped(m) => {
+                        // An operation takes ten bytes at least.
+                        g.ops.reserve(m.len() / 10 + 1);
+                        Input::Mapped(&m[..])
+                    }
+                    Opened::Read(f) => Input::Reader(Box::new(f)),
+                }
+            }
+        };
         let g = std::cell::RefCell::new(&mut g);
-        // A piece's key numbers → key ids, used again piece after piece.
-        let mut table = Vec::new();
         read_blocks(
             input,
             path,
             |piece, base| {
                 let mut g = g.borrow_mut();
-                table.clear();
-                table.resize(piece.names.len(), UNSEEN);
-                for item in piece.items {
+                // The piece's key numbers → key ids, in the order the piece first names them.
+                let mut table = Vec::with_capacity(piece.names.len());
+                for item in std::mem::take(&mut piece.items) {
                     match item {
                         Item::Fast {
                             line,
                             head,
-                            ops,
+                            names_end,
                             app,
                         } => {
                             let at = (path, file_no, base + line);
-                            g.add_fast(&head, ops, app, &piece.names, &mut table, at)?;
+                            for &(name, packed) in &piece.names[table.len()..names_end as usize] {
+                                let mut digits = itoa_buf::Buf::default();
+                                table.push(g.packed_key(name.as_str(&mut digits), packed));
+                            }
+                            g.add_fast(&head, &piece.ops, &table, app, at)?;
                         }
                         Item::Slow { line, rec } => {
                             g.add(&Rec::Slow(rec), &[], path, file_no, base + line)?;
@@ -341,9 +346,10 @@ fn read_many<R: BufRead>(inputs: Vec<(std::path::PathBuf, R)>) -> Result<Loaded,
         b,
         sessions,
         warnings,
+        ops,
         ..
     } = g;
-    super::jsonl_build::build(b, sessions, warnings, &paths)
+    super::jsonl_build::build(b, sessions, warnings, &paths, ops)
 }
 
 impl Gathered {
@@ -428,6 +434,7 @@ impl Gathered {
         let status = parse_status(head.status, path, at)?;
         let (ops, lists, app) = record_ops(rec, scanned, path, at, |k| self.key(k))?;
         check_times(&head, path, at)?;
+        let ops = self.ops.extend(&ops);
         self.push(
             head.session.as_ref(),
             (file_no, line_no),
@@ -440,38 +447,24 @@ impl Gathered {
         Ok(())
     }
 
-    /// Adds a record the scanner read, its operations already built with the numbers `names`
-    /// gives their keys; `table` maps those numbers to key ids, [`UNSEEN`] until first met.
+    /// Adds a record the scanner read, its operations `l.first..l.end` of `scanned`, their key
+    /// numbers mapped to key ids by `table`.
     fn add_fast(
         &mut self,
         l: &LineRef,
-        mut ops: Vec<(OpKind, KeyId, u64)>,
+        scanned: &PieceOps,
+        table: &[KeyId],
         app: AppVals,
-        names: &[(NameRef, u128)],
-        table: &mut [KeyId],
         (path, file_no, line_no): (&Path, usize, u64),
     ) -> Result<(), InputError> {
         let at = Location::Line(line_no);
         let status = parse_status(l.status, path, at)?;
-        let mut digits = itoa_buf::Buf::default();
-        for op in &mut ops {
-            let n = op.1 as usize;
-            op.1 = match table[n] {
-                UNSEEN => {
-                    let (name, packed) = names[n];
-                    let k = self.packed_key(name.as_str(&mut digits), packed);
-                    table[n] = k;
-                    k
-                }
-                k => k,
-            };
-        }
         let rec = Rec::Fast(*l);
         let head = rec.head();
         check_times(&head, path, at)?;
-        let session = head.session.as_ref();
+        let ops = self.ops.extend_scanned(scanned, (l.first, l.end), table);
         self.push(
-            session,
+            head.session.as_ref(),
             (file_no, line_no),
             &head,
             status,
@@ -490,7 +483,7 @@ impl Gathered {
         (file, line): (usize, u64),
         head: &Head,
         status: TxnStatus,
-        ops: Vec<(OpKind, KeyId, u64)>,
+        ops: std::ops::Range<usize>,
         lists: Vec<(u32, Vec<u64>)>,
         app: AppVals,
     ) {

@@ -6,15 +6,16 @@
 //! meets records and the first bad line (not JSON, or not UTF-8) exactly where a line-by-line
 //! reader would.
 
-use super::jsonl_scan::{itoa_buf, scan, LineRef, NameRef, OpRef};
+use super::jsonl_scan::{itoa_buf, scan, LineRef, NameRef, OpRef, OpSink};
 use super::jsonl_serde::{LineIn, OpVal};
 use crate::error::{InputError, Location};
 use crate::fxhash::FxHashMap;
-use crate::in_order::map_in_order;
+use crate::in_order::{lock, map_in_order};
 use crate::model::{OpKind, ABSENT_VALUE};
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// Bytes read per block: large enough for every core to get long runs of lines, small enough
 /// that a block's parsed operations stay a few megabytes.
@@ -118,12 +119,12 @@ impl<'a> Rec<'a> {
 
 /// What a line of a piece turned into; `line` counts from the piece's first line (1-based).
 pub(crate) enum Item<'a> {
-    /// A scanned record, its operations ready for the model but for their keys, which are
-    /// numbered among the piece's [`Piece::names`].
+    /// A scanned record: its operations are `head.first..head.end` of [`Piece::ops`], which
+    /// first names `names[..names_end]` of [`Piece::names`].
     Fast {
         line: u64,
         head: LineRef<'a>,
-        ops: Vec<(OpKind, u32, u64)>,
+        names_end: u32,
         app: super::jsonl::AppVals,
     },
     /// A record serde read.
@@ -149,8 +150,107 @@ pub(crate) struct Piece<'a> {
     /// integer where it is shorter than 16 bytes ([`LONG`] otherwise): the caller's table of
     /// names looks those up without comparing strings.
     pub names: Vec<(NameRef<'a>, u128)>,
+    /// The operations of its scanned records.
+    pub ops: PieceOps,
     /// Lines in the piece, for the next piece's numbering.
     pub lines: u64,
+}
+
+/// Operations as the model stores them, but for their keys: each is its number among the
+/// piece's names, the operation's kind in its top two bits ([`pack`]). Twelve bytes an
+/// operation, written once as the line is scanned and read once as the history is built.
+#[derive(Default)]
+pub(crate) struct PieceOps {
+    pub keys: Vec<u32>,
+    pub values: Vec<u64>,
+}
+
+/// A key number and an operation kind in one word (key numbers of a piece stay far below 2^30).
+#[inline]
+pub(crate) fn pack(kind: OpKind, key: u32) -> u32 {
+    let k = match kind {
+        OpKind::Read => 0,
+        OpKind::ReadInit => 1,
+        OpKind::Write => 2,
+    };
+    k << 30 | key
+}
+
+/// The kind and key number [`pack`] put in one word.
+#[inline]
+pub(crate) fn unpack(x: u32) -> (OpKind, u32) {
+    let kind = match x >> 30 {
+        0 => OpKind::Read,
+        1 => OpKind::ReadInit,
+        _ => OpKind::Write,
+    };
+    (kind, x & ((1 << 30) - 1))
+}
+
+/// The scanner's sink for a piece: operations stored in [`PieceOps`] as they are scanned, their
+/// keys numbered once the line is, in one tight loop ([`PieceSink::number_line`]): the table of
+/// names outgrows the cache, and lookups one after another overlap their misses, where lookups
+/// between the scanner's branches waited for each in turn (a third of parsing).
+struct PieceSink<'a, 's> {
+    keys: LocalKeys<'a, 's>,
+    names: Vec<(NameRef<'a>, u128)>,
+    text: &'a str,
+    ops: PieceOps,
+    /// The keys of the current line's operations, not yet numbered.
+    line_keys: Vec<NameRef<'a>>,
+    /// (op, value) of the current line, the op counted among the piece's.
+    apps: Vec<(usize, &'a str)>,
+}
+
+impl PieceSink<'_, '_> {
+    /// Starts a line.
+    fn clear_line(&mut self) {
+        self.line_keys.clear();
+        self.apps.clear();
+    }
+
+    /// Numbers the keys of the line just scanned, its operations from `first` on.
+    fn number_line(&mut self, first: usize) {
+        let keys = &mut self.ops.keys[first..];
+        for (x, &name) in keys.iter_mut().zip(&self.line_keys) {
+            *x |= self.keys.number(name, self.text, &mut self.names);
+        }
+    }
+}
+
+impl<'a> OpSink<'a> for PieceSink<'a, '_> {
+    /// Operations before the line.
+    type Mark = usize;
+
+    fn mark(&self) -> usize {
+        self.ops.keys.len()
+    }
+
+    fn len(&self) -> usize {
+        self.ops.keys.len()
+    }
+
+    #[inline]
+    fn push(&mut self, op: OpRef<'a>) {
+        self.line_keys.push(op.key);
+        let (kind, v) = match (op.kind, op.value) {
+            (b'w', v) => (OpKind::Write, v.unwrap_or(ABSENT_VALUE)),
+            (_, Some(v)) => (OpKind::Read, v),
+            (_, None) => (OpKind::ReadInit, 0),
+        };
+        if let Some(a) = op.app {
+            self.apps.push((self.ops.keys.len(), a));
+        }
+        self.ops.keys.push(pack(kind, 0));
+        self.ops.values.push(v);
+    }
+
+    fn rollback(&mut self, ops: usize) {
+        // Keys are numbered only once a line is scanned whole.
+        self.ops.keys.truncate(ops);
+        self.ops.values.truncate(ops);
+        self.clear_line();
+    }
 }
 
 /// In [`Piece::names`]: a name of 16 bytes or more, not packed.
@@ -203,57 +303,120 @@ impl<'a> LocalKeys<'a, '_> {
     }
 }
 
+/// Where a log's bytes come from: a regular file mapped into memory (read in place: no copy,
+/// and no fresh buffer, whose first touch cost this machine more than parsing its bytes), or
+/// any other reader (standard input, a pipe), read into a buffer a block at a time.
+pub(crate) enum Input<'m> {
+    Mapped(&'m [u8]),
+    Reader(Box<dyn Read + 'm>),
+}
+
 /// Reads `input` (named `path` in errors) in blocks of whole lines. `piece(piece, lines
 /// before)` gets each piece parsed, in order; `last(text, line)` the final line when the input
 /// does not end with a newline (a writer stopped mid-record: the caller decides what to
 /// recover).
 pub(crate) fn read_blocks(
-    mut input: impl Read,
+    input: Input<'_>,
     path: &Path,
-    mut piece: impl FnMut(Piece<'_>, u64) -> Result<(), InputError>,
+    mut piece: impl FnMut(&mut Piece<'_>, u64) -> Result<(), InputError>,
+    last: impl FnMut(&str, u64) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let mut lines_before = 0u64;
+    let spare = Mutex::new(Vec::new());
+    let rest = match input {
+        Input::Mapped(mut rest) => {
+            // Blocks as a reader would cut them, so that a block's parsed lines stay bounded.
+            while let Some(nl) = block_end(rest) {
+                let (block, after) = rest.split_at(nl + 1);
+                whole_lines(block, &mut lines_before, &spare, &mut piece)?;
+                rest = after;
+            }
+            rest
+        }
+        Input::Reader(mut input) => {
+            let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
+            loop {
+                // What is left from the last read holds no line end: only the new bytes are
+                // searched (searching it all again made one long line, a proxy's initial
+                // state, quadratic).
+                let old = buf.len();
+                let got = (&mut input)
+                    .take(BLOCK as u64)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| {
+                        InputError::new(
+                            path,
+                            Location::Line(lines_before + 1),
+                            format!("cannot read: {e}"),
+                        )
+                    })?;
+                if let Some(nl) = buf[old..]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map(|i| old + i)
+                {
+                    whole_lines(&buf[..=nl], &mut lines_before, &spare, &mut piece)?;
+                    buf.drain(..=nl);
+                }
+                if got == 0 {
+                    break;
+                }
+            }
+            return last_line(&buf, path, lines_before, last);
+        }
+    };
+    last_line(rest, path, lines_before, last)
+}
+
+/// Where the first block of `rest` ends: the last newline of its first [`BLOCK`] bytes, or the
+/// first after them where a line is longer; `None` when `rest` holds no newline.
+fn block_end(rest: &[u8]) -> Option<usize> {
+    let head = &rest[..rest.len().min(BLOCK)];
+    head.iter().rposition(|&c| c == b'\n').or_else(|| {
+        rest[head.len()..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map(|p| head.len() + p)
+    })
+}
+
+/// Parses `text` (whole lines) on every core, handing its pieces to `piece` in order. A piece's
+/// operations, once the caller has stored them, leave their room in `spare` for a later piece:
+/// a long log's pieces reuse a few pieces' worth of memory (first touches of fresh memory cost
+/// this machine about as much as parsing what fills it).
+fn whole_lines(
+    text: &[u8],
+    lines_before: &mut u64,
+    spare: &Mutex<Vec<PieceOps>>,
+    piece: &mut impl FnMut(&mut Piece<'_>, u64) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let parse = |short: &mut FxHashMap<u128, u32>, bytes| {
+        let room = lock(spare).pop().unwrap_or_default();
+        parse_piece(short, bytes, room)
+    };
+    map_in_order(cut(text), parse, |mut p| {
+        piece(&mut p, *lines_before)?;
+        *lines_before += p.lines;
+        let mut room = p.ops;
+        room.keys.clear();
+        room.values.clear();
+        lock(spare).push(room);
+        Ok(())
+    })
+}
+
+/// The bytes after the last newline, if any: a last line without one.
+fn last_line(
+    rest: &[u8],
+    path: &Path,
+    lines_before: u64,
     mut last: impl FnMut(&str, u64) -> Result<(), InputError>,
 ) -> Result<(), InputError> {
-    let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
-    let mut lines_before = 0u64;
-    loop {
-        // What is left from the last read holds no line end: only the new bytes are searched
-        // (searching it all again made one long line, a proxy's initial state, quadratic).
-        let old = buf.len();
-        let got = (&mut input)
-            .take(BLOCK as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| {
-                InputError::new(
-                    path,
-                    Location::Line(lines_before + 1),
-                    format!("cannot read: {e}"),
-                )
-            })?;
-        let eof = got == 0;
-        if let Some(nl) = buf[old..]
-            .iter()
-            .rposition(|&c| c == b'\n')
-            .map(|i| old + i)
-        {
-            let mut base = lines_before;
-            map_in_order(cut(&buf[..=nl]), parse_piece, |p| {
-                let lines = p.lines;
-                piece(p, base)?;
-                base += lines;
-                Ok(())
-            })?;
-            lines_before = base;
-            buf.drain(..=nl);
-        }
-        if eof {
-            if !buf.is_empty() {
-                let text =
-                    std::str::from_utf8(&buf).map_err(|_| not_utf8(path, lines_before + 1))?;
-                last(text, lines_before + 1)?;
-            }
-            return Ok(());
-        }
+    if rest.is_empty() {
+        return Ok(());
     }
+    let text = std::str::from_utf8(rest).map_err(|_| not_utf8(path, lines_before + 1))?;
+    last(text, lines_before + 1)
 }
 
 /// The error for a line that is not UTF-8, as a line reader gives it.
@@ -295,14 +458,14 @@ fn cut(text: &[u8]) -> Vec<&[u8]> {
 /// Parses the lines of one piece; stops at the first bad one (the caller stops there too).
 /// `short` is the thread's table of short names, used again piece after piece (a table grown
 /// from empty for each piece rehashed as often as it doubled).
-fn parse_piece<'a>(short: &mut FxHashMap<u128, u32>, bytes: &'a [u8]) -> Piece<'a> {
-    let mut p = Piece {
-        items: Vec::new(),
-        names: Vec::new(),
-        lines: 0,
-    };
+fn parse_piece<'a>(
+    short: &mut FxHashMap<u128, u32>,
+    bytes: &'a [u8],
+    mut room: PieceOps,
+) -> Piece<'a> {
+    let (mut items, mut lines) = (Vec::new(), 0u64);
     // Lines up to the first that is not UTF-8 are parsed; that one is the piece's last item.
-    let (text, bad) = match std::str::from_utf8(bytes) {
+    let (text, mut bad) = match std::str::from_utf8(bytes) {
         Ok(t) => (t, None),
         Err(e) => {
             let upto = bytes[..e.valid_up_to()]
@@ -315,53 +478,66 @@ fn parse_piece<'a>(short: &mut FxHashMap<u128, u32>, bytes: &'a [u8]) -> Piece<'
         }
     };
     short.clear();
-    let mut keys = LocalKeys {
-        short,
-        long: FxHashMap::default(),
+    let mut sink = PieceSink {
+        keys: LocalKeys {
+            short,
+            long: FxHashMap::default(),
+        },
+        names: Vec::new(),
+        text,
+        ops: {
+            // Room for as many operations as the piece could hold (ten bytes each at least), so
+            // that storing them never copies them; what is not written is never touched.
+            room.keys.reserve(text.len() / 10 + 1);
+            room.values.reserve(text.len() / 10 + 1);
+            room
+        },
+        line_keys: Vec::new(),
+        apps: Vec::new(),
     };
-    let mut line_ops = Vec::new();
     for raw in text.split_terminator('\n') {
-        p.lines += 1;
+        lines += 1;
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
-        line_ops.clear();
-        match Rec::parse(t, &mut line_ops) {
-            Ok(Rec::Fast(head)) => {
-                let mut ops = Vec::with_capacity(line_ops.len());
+        sink.clear_line();
+        match scan(t, &mut sink) {
+            Some(head) => {
+                sink.number_line(head.first);
                 let mut app = super::jsonl::AppVals::default();
-                for (i, op) in line_ops.iter().enumerate() {
-                    if let Some(a) = op.app {
-                        app.push(i as u32, a);
-                    }
-                    let k = keys.number(op.key, text, &mut p.names);
-                    ops.push(match (op.kind, op.value) {
-                        (b'w', v) => (OpKind::Write, k, v.unwrap_or(ABSENT_VALUE)),
-                        (_, Some(v)) => (OpKind::Read, k, v),
-                        (_, None) => (OpKind::ReadInit, k, 0),
-                    });
+                for &(o, a) in &sink.apps {
+                    app.push((o - head.first) as u32, a);
                 }
-                p.items.push(Item::Fast {
-                    line: p.lines,
+                items.push(Item::Fast {
+                    line: lines,
                     head,
-                    ops,
+                    names_end: sink.names.len() as u32,
                     app,
                 });
             }
-            Ok(Rec::Slow(rec)) => p.items.push(Item::Slow { line: p.lines, rec }),
-            Err(err) => {
-                p.items.push(Item::Bad { line: p.lines, err });
-                // The rest of the piece is counted, not parsed: nothing after an error is read.
-                let after = raw.as_ptr() as usize - bytes.as_ptr() as usize + raw.len() + 1;
-                p.lines += count_lines(&bytes[after.min(bytes.len())..]);
-                return p;
-            }
+            None => match serde_json::from_str(t) {
+                Ok(rec) => items.push(Item::Slow { line: lines, rec }),
+                Err(err) => {
+                    items.push(Item::Bad { line: lines, err });
+                    // The rest of the piece is counted, not parsed: nothing after an error is
+                    // read.
+                    let after = raw.as_ptr() as usize - bytes.as_ptr() as usize + raw.len() + 1;
+                    lines += count_lines(&bytes[after.min(bytes.len())..]);
+                    bad = None;
+                    break;
+                }
+            },
         }
     }
     if let Some(upto) = bad {
-        p.items.push(Item::NotUtf8 { line: p.lines + 1 });
-        p.lines += count_lines(&bytes[upto..]);
+        items.push(Item::NotUtf8 { line: lines + 1 });
+        lines += count_lines(&bytes[upto..]);
     }
-    p
+    Piece {
+        items,
+        names: sink.names,
+        ops: sink.ops,
+        lines,
+    }
 }

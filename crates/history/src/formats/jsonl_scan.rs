@@ -5,8 +5,10 @@
 //! It decides only how fast a line is read, never what it means: anything outside that shape
 //! (an escape, a list value, a repeated or unknown field, a number serde would refuse, a negative
 //! name) makes it give up, and the caller hands the line to serde_json, which yields the same
-//! record or the exact error. The scanner allocates nothing; operations go into a vector the
-//! caller reuses.
+//! record or the exact error. The scanner allocates nothing; operations go into a sink the
+//! caller reuses: a vector of them, or a piece of a log that stores them as the model will
+//! (see `jsonl_block`), so that a large log's operations are written once, not once as scanned
+//! and again as stored.
 
 /// A session or key name as written: a string, or a non-negative integer (named by its digits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,7 +61,37 @@ pub(crate) struct OpRef<'a> {
     pub app: Option<&'a str>,
 }
 
-/// A scanned record; its operations are `ops[first..end]` of the vector given to [`scan`].
+/// Where the scanner puts a line's operations.
+pub(crate) trait OpSink<'a> {
+    /// What [`OpSink::rollback`] needs to forget the operations pushed after it.
+    type Mark: Copy;
+    fn mark(&self) -> Self::Mark;
+    /// Operations pushed so far (a line's are `first..end` of this count).
+    fn len(&self) -> usize;
+    fn push(&mut self, op: OpRef<'a>);
+    /// Forgets what was pushed after `m` (a line the scanner gave up on).
+    fn rollback(&mut self, m: Self::Mark);
+}
+
+impl<'a> OpSink<'a> for Vec<OpRef<'a>> {
+    type Mark = usize;
+    fn mark(&self) -> usize {
+        self.len()
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    #[inline]
+    fn push(&mut self, op: OpRef<'a>) {
+        Vec::push(self, op);
+    }
+    fn rollback(&mut self, m: usize) {
+        self.truncate(m);
+    }
+}
+
+/// A scanned record; its operations are `first..end` of those pushed to the sink given to
+/// [`scan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LineRef<'a> {
     pub session: NameRef<'a>,
@@ -71,9 +103,11 @@ pub(crate) struct LineRef<'a> {
     pub end: usize,
 }
 
-/// Scans `text` (one trimmed line), appending its operations to `ops`; `None` (with `ops` as it
+/// Scans `text` (one trimmed line), pushing its operations to `ops`; `None` (with `ops` as it
 /// was) when the line is outside the shape this scanner reads.
-pub(crate) fn scan<'a>(text: &'a str, ops: &mut Vec<OpRef<'a>>) -> Option<LineRef<'a>> {
+#[inline]
+pub(crate) fn scan<'a, S: OpSink<'a>>(text: &'a str, ops: &mut S) -> Option<LineRef<'a>> {
+    let mark = ops.mark();
     let first = ops.len();
     let r = Scanner {
         s: text,
@@ -82,7 +116,7 @@ pub(crate) fn scan<'a>(text: &'a str, ops: &mut Vec<OpRef<'a>>) -> Option<LineRe
     }
     .line(ops, first);
     if r.is_none() {
-        ops.truncate(first);
+        ops.rollback(mark);
     }
     r
 }
@@ -313,7 +347,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn ops(&mut self, ops: &mut Vec<OpRef<'a>>) -> Option<()> {
+    fn ops<S: OpSink<'a>>(&mut self, ops: &mut S) -> Option<()> {
         self.eat(b'[')?;
         if self.peek()? == b']' {
             self.i += 1;
@@ -332,7 +366,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn line(mut self, ops: &mut Vec<OpRef<'a>>, first: usize) -> Option<LineRef<'a>> {
+    #[inline]
+    fn line<S: OpSink<'a>>(mut self, ops: &mut S, first: usize) -> Option<LineRef<'a>> {
         self.eat(b'{')?;
         let (mut session, mut txn, mut status, mut start, mut commit) =
             (None, None, None, None, None);

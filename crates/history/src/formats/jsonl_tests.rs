@@ -1,8 +1,10 @@
 //! The scanner and the block reader against serde's reading, on random records: the fast path
 //! must give the same record as serde wherever it takes a line, and a whole file read in blocks
 //! (here, tiny ones: every file crosses many block and piece edges) must give the same history,
-//! warnings and errors as the same file with every line left to serde. A history built by
-//! copying operations on every core must be the one adding them in turn builds.
+//! warnings and errors as the same file with every line left to serde, and a file mapped into
+//! memory the same as the same bytes read through a reader. A history built by copying
+//! operations on every core, or taking them in place where sessions come one after another,
+//! must be the one adding them in turn builds.
 
 use super::jsonl::read;
 use super::jsonl_block::{Rec, ValRef};
@@ -94,14 +96,30 @@ fn the_scanner_reads_what_serde_reads() {
 
 /// Reads `text` as a file, writing the outcome out to compare.
 fn outcome(text: &str) -> String {
-    match read(text.as_bytes(), Path::new("h.jsonl")) {
+    shown_outcome(read(text.as_bytes(), Path::new("h.jsonl")))
+}
+
+fn shown_outcome(r: Result<super::Loaded, crate::InputError>) -> String {
+    match r {
         Ok(l) => format!("{:?}\n{:?}", l.history, l.warnings),
         Err(e) => format!("error: {e}"),
     }
 }
 
+/// Reads `bytes` from a file (mapped into memory, unless empty) and through a reader named as
+/// the file: the outcomes must be the same.
+fn mapped_reads_as_read(dir: &Path, bytes: &[u8], what: &str) -> String {
+    let f = dir.join("h.jsonl");
+    std::fs::write(&f, bytes).unwrap();
+    let mapped = shown_outcome(super::jsonl::read_file(&f));
+    assert_eq!(mapped, shown_outcome(read(bytes, &f)), "{what}");
+    mapped
+}
+
 #[test]
 fn blocks_read_what_lines_read() {
+    let dir = std::env::temp_dir().join(format!("krait-jsonl-blocks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let mut r = Rng(12345);
     let (mut errors, mut warned, mut loaded) = (0, 0, 0);
     for round in 0..200 {
@@ -142,6 +160,7 @@ fn blocks_read_what_lines_read() {
         }
         let got = outcome(&fast);
         assert_eq!(got, outcome(&slow), "round {round}:\n{fast}");
+        mapped_reads_as_read(&dir, fast.as_bytes(), &format!("round {round}:\n{fast}"));
         if got.starts_with("error") {
             errors += 1;
         } else if got.ends_with("[]") {
@@ -155,6 +174,36 @@ fn blocks_read_what_lines_read() {
         errors > 10 && warned > 10 && loaded > 10,
         "{errors} {warned} {loaded}"
     );
+    // Lines longer than a block (tests use 1 KiB blocks), an empty file, a file of one cut
+    // line, a file not UTF-8 after a long line.
+    let long = |txn: u64| {
+        let ops: Vec<String> = (0..200).map(|i| format!("[\"r\",\"k{i}\",{i}]")).collect();
+        format!(
+            "{{\"session\":\"s{}\",\"txn\":{txn},\"ops\":[{}]}}",
+            txn % 3,
+            ops.join(",")
+        )
+    };
+    let mut text = String::new();
+    for txn in 0..20 {
+        text += &long(txn);
+        text += "\n";
+        text += &record(&mut r, 100 + txn, false);
+        text += "\n";
+    }
+    let got = mapped_reads_as_read(&dir, text.as_bytes(), "long lines");
+    assert!(got.contains("k199"), "{got}");
+    let got = mapped_reads_as_read(&dir, text.trim_end().as_bytes(), "no last newline");
+    assert!(!got.starts_with("error"), "{got}");
+    mapped_reads_as_read(&dir, b"", "empty");
+    let cut = long(7);
+    let got = mapped_reads_as_read(&dir, &cut.as_bytes()[..cut.len() / 2], "one cut line");
+    assert!(got.contains("cut short"), "{got}");
+    let mut bytes = text.clone().into_bytes();
+    bytes.extend_from_slice(b"{\"session\":\"\xff\"}\n");
+    let got = mapped_reads_as_read(&dir, &bytes, "not UTF-8");
+    assert!(got.contains("line 41") && got.contains("UTF-8"), "{got}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -205,9 +254,9 @@ fn errors_name_the_line_across_blocks() {
 
 #[test]
 fn copying_on_every_core_builds_what_adding_in_turn_builds() {
-    use super::jsonl_build::TEST_PARALLEL_FROM;
+    use super::jsonl_build::{TEST_IN_PLACE, TEST_PARALLEL_FROM};
     let mut r = Rng(777);
-    let (mut errors, mut deletes) = (0, 0);
+    let (mut errors, mut deletes, mut in_place) = (0, 0, 0);
     for round in 0..200 {
         let mut text = String::new();
         for i in 0..1 + r.below(80) {
@@ -226,6 +275,12 @@ fn copying_on_every_core_builds_what_adding_in_turn_builds() {
             text += &line;
             text.push('\n');
         }
+        // Every other round, each session's records one after another (taken in place).
+        if round % 2 == 1 {
+            let mut lines: Vec<&str> = text.lines().collect();
+            lines.sort_by_key(|l| l.split('"').nth(3).unwrap_or("").to_string());
+            text = lines.join("\n") + "\n";
+        }
         let outcomes: Vec<String> = [usize::MAX, 0]
             .iter()
             .map(|&from| {
@@ -235,11 +290,12 @@ fn copying_on_every_core_builds_what_adding_in_turn_builds() {
             .collect();
         TEST_PARALLEL_FROM.with(|c| c.set(usize::MAX));
         assert_eq!(outcomes[0], outcomes[1], "round {round}:\n{text}");
+        in_place += TEST_IN_PLACE.with(|c| c.replace(0));
         errors += outcomes[0].starts_with("error") as usize;
         deletes += text.contains("[\"w\",\"k1\",null]") as usize;
     }
     assert!(
-        errors > 10 && deletes > 10,
-        "{errors} errors, {deletes} with deletes"
+        errors > 10 && deletes > 10 && in_place > 50,
+        "{errors} errors, {deletes} with deletes, {in_place} taken in place"
     );
 }
