@@ -35,6 +35,11 @@ pub struct CheckArgs {
     /// Where the generated read-heavy histories are kept.
     #[arg(long, default_value = "target/bench-histories")]
     pub dir: PathBuf,
+    /// Wait this many seconds before each run, as a user starts a check: on a virtual machine
+    /// whose host takes back free memory, a run right after another reuses memory the last one
+    /// freed and looks faster than a run on its own (see docs/architecture.md).
+    #[arg(long, default_value_t = 0.0)]
+    pub pause: f64,
 }
 
 /// One measured run: what the table and the CSV show.
@@ -88,6 +93,7 @@ pub fn run(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut rows = vec!["history,variant,verdict,txns,load_ms,graph_ms,prune_ms,solve_ms,total_ms,constraints,after_prune,conflicts,peak_rss_mb".to_string()];
     for p in &paths {
         for (vname, vargs) in &variants {
+            crate::common::pause(a.pause);
             let Some(row) = measure(p, vname, vargs, a.timeout, &a.extra)? else {
                 continue;
             };

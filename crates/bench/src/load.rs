@@ -24,6 +24,9 @@ pub struct LoadArgs {
     /// transaction, 98% reads; 8k and 80k transactions; Cobra logs and JSON Lines).
     #[arg(long)]
     no_read_heavy: bool,
+    /// Wait this many seconds before each load, as a user starts one (see `check --pause`).
+    #[arg(long, default_value_t = 0.0)]
+    pause: f64,
 }
 
 /// The table: per history, the best of `repeat` loads.
@@ -50,7 +53,7 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
         "history", "format", "txns", "MB", "best ms", "MB/s", "model MB", "RSS MB"
     );
     for p in paths {
-        let v = best_of(&p, a.repeat)?;
+        let v = best_of(&p, a.repeat, a.pause)?;
         let bytes = v["bytes"].as_f64().unwrap_or(0.0);
         let ms = v["ms"].as_f64().unwrap_or(0.0);
         println!(
@@ -69,9 +72,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The fastest of `repeat` loads of `p`, each in a child process (`load-one`).
-fn best_of(p: &Path, repeat: usize) -> anyhow::Result<serde_json::Value> {
+fn best_of(p: &Path, repeat: usize, pause: f64) -> anyhow::Result<serde_json::Value> {
     let mut best: Option<serde_json::Value> = None;
     for _ in 0..repeat.max(1) {
+        crate::common::pause(pause);
         let out = child("load-one")?.arg(p).output()?;
         anyhow::ensure!(
             out.status.success(),

@@ -45,5 +45,6 @@ pub fn run(a: ScaleArgs) -> anyhow::Result<ExitCode> {
         csv: None,
         read_heavy: false,
         dir: a.dir,
+        pause: 0.0,
     })
 }

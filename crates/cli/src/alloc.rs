@@ -1,10 +1,17 @@
 //! The process's allocator: the system's, with large blocks advised onto transparent huge
-//! pages. A read-heavy check fills arrays of hundreds of megabytes once each (reads, their
-//! facts, sorted copies, edges); with 4 KiB pages a fifth of its time went to page faults, one
-//! per page on first touch. Where the kernel offers huge pages on request (Linux's
-//! `transparent_hugepage=madvise`, its usual default), a block of 8 MiB or more is asked to be
-//! backed by 2 MiB pages before it is touched: a 512th of the faults. `KRAIT_HUGE_PAGES=0`
-//! turns it off (for comparison); elsewhere than Linux it does nothing.
+//! pages where `KRAIT_HUGE_PAGES=1` asks for it. A read-heavy check fills arrays of hundreds of
+//! megabytes once each (reads, their facts, sorted copies, edges); with 4 KiB pages a fifth of
+//! its time can go to page faults, one per page on first touch. Where the kernel offers huge
+//! pages on request (Linux's `transparent_hugepage=madvise`, its usual default), a block of
+//! 8 MiB or more is then asked to be backed by 2 MiB pages before it is touched: a 512th of the
+//! faults.
+//!
+//! Off by default: in a virtual machine whose host takes back the guest's free memory (free
+//! page reporting hands back free blocks of 2 MiB and more, exactly where huge pages come
+//! from), every huge page a run first touches is fetched back from the host, and a run started
+//! a few seconds after the last one (as a user runs a check) was half as slow again with them
+//! on this project's machine (see `docs/architecture.md`). On bare metal they may pay; set
+//! `KRAIT_HUGE_PAGES=1` to compare. Elsewhere than Linux it does nothing.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,16 +19,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// The system allocator, advising large blocks onto huge pages (see the module's header).
 pub struct HugePages;
 
-static ON: AtomicBool = AtomicBool::new(true);
+static ON: AtomicBool = AtomicBool::new(false);
 
 /// Blocks of at least this many bytes are advised; smaller ones would round up to a huge page
 /// for little gain.
 const LARGE: usize = 8 << 20;
 
-/// Reads `KRAIT_HUGE_PAGES` (0 or off: no advice); called once at the start of `main`.
+/// Reads `KRAIT_HUGE_PAGES` (1 or on: advice); called once at the start of `main`.
 pub fn configure() {
-    let off = std::env::var("KRAIT_HUGE_PAGES").is_ok_and(|v| v == "0" || v == "off");
-    ON.store(!off, Ordering::Relaxed);
+    let on = std::env::var("KRAIT_HUGE_PAGES").is_ok_and(|v| v == "1" || v == "on");
+    ON.store(on, Ordering::Relaxed);
 }
 
 #[cfg(target_os = "linux")]
