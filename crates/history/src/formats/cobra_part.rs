@@ -205,9 +205,14 @@ fn decode_in_turn(
         (0..files.len()).collect(),
         |(buf, local): &mut (Vec<u8>, FxHashMap<u64, KeyId>), i: usize| {
             let path = &files[i].1;
-            let read = read_log(path, lens[i], buf)
-                .map(|()| timestamps.unwrap_or_else(|| looks_timestamped(buf)));
-            let cap = read.as_ref().map_or(0, |&ts| committed_ops(buf, ts));
+            let mut map = None;
+            let bytes = read_log(path, lens[i], buf, &mut map);
+            let read = bytes
+                .as_ref()
+                .map(|b| timestamps.unwrap_or_else(|| looks_timestamped(b)))
+                .map_err(Clone::clone);
+            let bytes = bytes.unwrap_or_default();
+            let cap = read.as_ref().map_or(0, |&ts| committed_ops(bytes, ts));
             let slots = {
                 let mut t = crate::in_order::lock(&turn);
                 while t.0 != i {
@@ -218,20 +223,42 @@ fn decode_in_turn(
                 turned.notify_all();
                 mine
             };
-            decode_log(path, read, buf, slots, local)
+            decode_log(path, read, bytes, slots, local)
         },
         take,
     )
 }
 
-/// Reads the first `len` bytes of the log at `path` into `buf` (emptied first).
-fn read_log(path: &Path, len: u64, buf: &mut Vec<u8>) -> Result<(), InputError> {
+/// The first `len` bytes of the log at `path`: mapped into `map` (no copy, and no fresh buffer
+/// to fault in: on this project's machine first touches of fresh memory cost more than
+/// decoding), or, where the file does not map, read into `buf` (emptied first).
+fn read_log<'b>(
+    path: &Path,
+    len: u64,
+    buf: &'b mut Vec<u8>,
+    map: &'b mut Option<memmap2::Mmap>,
+) -> Result<&'b [u8], InputError> {
     use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, e))?;
+    // SAFETY: read-only and private; a log truncated by another process while it is read would
+    // fault on the pages cut off, as reading a log while its writer rewrites it gives no
+    // meaningful answer either way (the length was taken when the logs were listed).
+    let whole = file.metadata().is_ok_and(|m| m.is_file() && m.len() >= len);
+    if len > 0 && whole {
+        if let Ok(m) = unsafe {
+            memmap2::MmapOptions::new()
+                .len(len as usize)
+                .populate()
+                .map(&file)
+        } {
+            return Ok(&map.insert(m)[..]);
+        }
+    }
     buf.clear();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(len).read_to_end(buf))
+    file.take(len)
+        .read_to_end(buf)
         .map_err(|e| InputError::io(path, e))?;
-    Ok(())
+    Ok(&buf[..])
 }
 
 /// The operations of a log's committed transactions, as far as its records can be walked by
