@@ -165,7 +165,11 @@ pub(crate) struct PieceOps {
     pub values: Vec<u64>,
 }
 
-/// A key number and an operation kind in one word (key numbers of a piece stay far below 2^30).
+/// Pieces of this many bytes or more (a single line that long) are left to serde: a piece's key
+/// numbers must stay below 2^30 for [`pack`], and a name takes a byte at least.
+const SCAN_BELOW: usize = 1 << 30;
+
+/// A key number and an operation kind in one word (see [`SCAN_BELOW`]).
 #[inline]
 pub(crate) fn pack(kind: OpKind, key: u32) -> u32 {
     let k = match kind {
@@ -502,7 +506,12 @@ fn parse_piece<'a>(
             continue;
         }
         sink.clear_line();
-        match scan(t, &mut sink) {
+        let scanned = if text.len() < SCAN_BELOW {
+            scan(t, &mut sink)
+        } else {
+            None
+        };
+        match scanned {
             Some(head) => {
                 sink.number_line(head.first);
                 let mut app = super::jsonl::AppVals::default();
