@@ -1,7 +1,7 @@
 //! Cobra session logs decoded on every core, straight into the history's arrays.
 //!
-//! Each worker takes the next log, reads it (once, into a buffer of its own used again) and
-//! walks its records by their lengths alone, counting the operations of its committed
+//! Each worker takes the next log, maps it into memory (or, where it does not map, reads it into
+//! a buffer of its own used again) and walks its records by their lengths alone, counting the operations of its committed
 //! transactions. Slices of the op arrays are handed out in file order, each log's where the one
 //! before it ends, so a log waits only for the one before it to be counted; then it decodes
 //! into its slices, numbering its keys within itself. In file order, as soon as it and those
