@@ -158,7 +158,8 @@ pub(crate) struct Piece<'a> {
 
 /// Operations as the model stores them, but for their keys: each is its number among the
 /// piece's names, the operation's kind in its top two bits ([`pack`]). Twelve bytes an
-/// operation, written once as the line is scanned and read once as the history is built.
+/// operation, written once as the line is scanned and read once as the calling thread stores
+/// them in file order.
 #[derive(Default)]
 pub(crate) struct PieceOps {
     pub keys: Vec<u32>,
@@ -223,13 +224,6 @@ impl PieceSink<'_, '_> {
 }
 
 impl<'a> OpSink<'a> for PieceSink<'a, '_> {
-    /// Operations before the line.
-    type Mark = usize;
-
-    fn mark(&self) -> usize {
-        self.ops.keys.len()
-    }
-
     fn len(&self) -> usize {
         self.ops.keys.len()
     }

@@ -6,9 +6,8 @@
 //! (an escape, a list value, a repeated or unknown field, a number serde would refuse, a negative
 //! name) makes it give up, and the caller hands the line to serde_json, which yields the same
 //! record or the exact error. The scanner allocates nothing; operations go into a sink the
-//! caller reuses: a vector of them, or a piece of a log that stores them as the model will
-//! (see `jsonl_block`), so that a large log's operations are written once, not once as scanned
-//! and again as stored.
+//! caller reuses: a vector of them, or a piece of a log that stores them nearly as the model
+//! will (see `jsonl_block`), with no record per operation in between.
 
 /// A session or key name as written: a string, or a non-negative integer (named by its digits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,21 +62,14 @@ pub(crate) struct OpRef<'a> {
 
 /// Where the scanner puts a line's operations.
 pub(crate) trait OpSink<'a> {
-    /// What [`OpSink::rollback`] needs to forget the operations pushed after it.
-    type Mark: Copy;
-    fn mark(&self) -> Self::Mark;
     /// Operations pushed so far (a line's are `first..end` of this count).
     fn len(&self) -> usize;
     fn push(&mut self, op: OpRef<'a>);
-    /// Forgets what was pushed after `m` (a line the scanner gave up on).
-    fn rollback(&mut self, m: Self::Mark);
+    /// Forgets the operations pushed after the first `len` (a line the scanner gave up on).
+    fn rollback(&mut self, len: usize);
 }
 
 impl<'a> OpSink<'a> for Vec<OpRef<'a>> {
-    type Mark = usize;
-    fn mark(&self) -> usize {
-        self.len()
-    }
     fn len(&self) -> usize {
         Vec::len(self)
     }
@@ -85,8 +77,8 @@ impl<'a> OpSink<'a> for Vec<OpRef<'a>> {
     fn push(&mut self, op: OpRef<'a>) {
         Vec::push(self, op);
     }
-    fn rollback(&mut self, m: usize) {
-        self.truncate(m);
+    fn rollback(&mut self, len: usize) {
+        self.truncate(len);
     }
 }
 
@@ -107,7 +99,6 @@ pub(crate) struct LineRef<'a> {
 /// was) when the line is outside the shape this scanner reads.
 #[inline]
 pub(crate) fn scan<'a, S: OpSink<'a>>(text: &'a str, ops: &mut S) -> Option<LineRef<'a>> {
-    let mark = ops.mark();
     let first = ops.len();
     let r = Scanner {
         s: text,
@@ -116,7 +107,7 @@ pub(crate) fn scan<'a, S: OpSink<'a>>(text: &'a str, ops: &mut S) -> Option<Line
     }
     .line(ops, first);
     if r.is_none() {
-        ops.rollback(mark);
+        ops.rollback(first);
     }
     r
 }
