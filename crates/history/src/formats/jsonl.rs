@@ -5,8 +5,7 @@
 //! ```
 //! A session's transactions appear in session order; sessions may interleave.
 
-use super::jsonl_block::PieceOps;
-use super::jsonl_block::{not_utf8, read_blocks, Head, Input, Item, Rec, ValRef, LONG};
+use super::jsonl_block::{not_utf8, read_blocks, Head, Input, Item, PieceOps, Rec, ValRef, LONG};
 use super::jsonl_build::{FileOrder, Pending};
 pub(crate) use super::jsonl_repair::{repair, Repair};
 use super::jsonl_scan::{itoa_buf, LineRef, OpRef};

@@ -55,7 +55,7 @@ pub(crate) struct Head<'x> {
 
 impl<'a> Rec<'a> {
     /// Parses one trimmed line: the scanner first, serde for what it leaves.
-    pub fn parse(text: &'a str, ops: &mut Vec<OpRef<'a>>) -> Result<Rec<'a>, serde_json::Error> {
+    pub fn parse(text: &'a str, ops: &mut impl OpSink<'a>) -> Result<Rec<'a>, serde_json::Error> {
         match scan(text, ops) {
             Some(l) => Ok(Rec::Fast(l)),
             None => serde_json::from_str(text).map(Rec::Slow),
@@ -500,13 +500,13 @@ fn parse_piece<'a>(
             continue;
         }
         sink.clear_line();
-        let scanned = if text.len() < SCAN_BELOW {
-            scan(t, &mut sink)
+        let rec = if text.len() < SCAN_BELOW {
+            Rec::parse(t, &mut sink)
         } else {
-            None
+            serde_json::from_str(t).map(Rec::Slow)
         };
-        match scanned {
-            Some(head) => {
+        match rec {
+            Ok(Rec::Fast(head)) => {
                 sink.number_line(head.first);
                 let mut app = super::jsonl::AppVals::default();
                 for &(o, a) in &sink.apps {
@@ -519,18 +519,15 @@ fn parse_piece<'a>(
                     app,
                 });
             }
-            None => match serde_json::from_str(t) {
-                Ok(rec) => items.push(Item::Slow { line: lines, rec }),
-                Err(err) => {
-                    items.push(Item::Bad { line: lines, err });
-                    // The rest of the piece is counted, not parsed: nothing after an error is
-                    // read.
-                    let after = raw.as_ptr() as usize - bytes.as_ptr() as usize + raw.len() + 1;
-                    lines += count_lines(&bytes[after.min(bytes.len())..]);
-                    bad = None;
-                    break;
-                }
-            },
+            Ok(Rec::Slow(rec)) => items.push(Item::Slow { line: lines, rec }),
+            Err(err) => {
+                items.push(Item::Bad { line: lines, err });
+                // The rest of the piece is counted, not parsed: nothing after an error is read.
+                let after = raw.as_ptr() as usize - bytes.as_ptr() as usize + raw.len() + 1;
+                lines += count_lines(&bytes[after.min(bytes.len())..]);
+                bad = None;
+                break;
+            }
         }
     }
     if let Some(upto) = bad {

@@ -90,10 +90,6 @@ thread_local! {
     /// Tests set where copying on every core starts, to take either way on small logs.
     pub(crate) static TEST_PARALLEL_FROM: std::cell::Cell<usize> =
         const { std::cell::Cell::new(PARALLEL_FROM) };
-}
-
-#[cfg(test)]
-thread_local! {
     /// Histories whose operations were taken in place, for tests to see that way taken.
     pub(crate) static TEST_IN_PLACE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
