@@ -112,6 +112,11 @@ pub struct Options {
     /// searches of the known graph instead of building the reachability index, which costs
     /// nodes × sessions; past a budget of edges searched it builds the index after all.
     pub prune_search_few: bool,
+    /// Pruning's topological order of the known graph takes, of the nodes ready, a gate first
+    /// and else the transaction that started first (where the history has times): on a
+    /// history whose start order is a serial order the edges pruning decides then go forward
+    /// in it, and the next pass needs no new order. Any order gives the same verdict.
+    pub time_order: bool,
     /// Pruning passes at most (each adds what it decided, so the next may decide more).
     pub prune_rounds: u32,
     /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
@@ -162,6 +167,7 @@ impl Default for Options {
             weak_encode: true,
             time_guess: true,
             prune_search_few: true,
+            time_order: true,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

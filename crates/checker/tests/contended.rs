@@ -31,6 +31,7 @@ fn all_combinations() -> Vec<(String, Options)> {
             skip_unobserved: on(1),
             thin_edges: on(2),
             prune_search_few: on(2),
+            time_order: on(1),
             prune: on(3),
             pair_by_heads: on(4),
             want_order: true,
@@ -38,7 +39,7 @@ fn all_combinations() -> Vec<(String, Options)> {
         };
         v.push((
             format!(
-                "lazy={} skip_unobserved={} thin_edges={} prune={} pair_by_heads={}",
+                "lazy={} skip_unobserved={} (and time_order) thin_edges={} prune={} pair_by_heads={}",
                 on(0),
                 on(1),
                 on(2),

@@ -77,6 +77,10 @@ pub struct Built {
     /// Each transaction node's commit time where the clients recorded one (`NO_TIME` else),
     /// for the solver's first guesses; empty without timestamps.
     pub commit_time: Vec<u64>,
+    /// Per node, the time pruning's topological order places it by among the nodes ready
+    /// (`graph::topo_order_timed`); empty where the history has no times or the order is
+    /// not asked for.
+    pub order_time: Vec<u64>,
     pub cond: Vec<CondEdge>,
     /// Keys with choices, waiting for the first pruning round to pair their writers.
     pub dup_pending: Vec<crate::ser::DupKey>,
@@ -118,6 +122,7 @@ impl Built {
             deferred: None,
             choices: Vec::new(),
             commit_time: Vec::new(),
+            order_time: Vec::new(),
             cond: Vec::new(),
             dup_pending: Vec::new(),
             decided: Vec::new(),
@@ -170,6 +175,14 @@ pub fn build(
     }
     session_order(h, &mut b);
     b.split_chains();
+    // Start times: on the simulated store, commit times put a reader that saw an old version
+    // after the write that replaced it (28 thousand of 247 thousand decided edges backward at
+    // 80k read-heavy transactions, against none by start).
+    if opts.time_order && !b.split && h.has_timestamps() {
+        b.order_time = std::iter::once(0)
+            .chain(b.node_txn.iter().map(|&t| h.txn_start[t as usize]))
+            .collect();
+    }
 
     let mut f = super::txn_facts::all_facts(h, r, &inc, &mut b, opts.thin_edges)?;
 

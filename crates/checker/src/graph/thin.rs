@@ -180,23 +180,54 @@ impl EdgeSink {
 
 /// Adds edges from several sources into one target (`sources` sorted by node, so a chain's
 /// nodes come in position order), leaving out those from a node its chain's later source
-/// follows.
-pub(crate) fn add_into(b: &mut Built, sources: &[Node], target: Node, label: Label, on: bool) {
-    for (i, &u) in sources.iter().enumerate() {
-        let (c, p) = b.chain_of[u as usize];
-        let implied = on
-            && c != u32::MAX
-            && sources.get(i + 1).is_some_and(|&n| {
-                let (c2, p2) = b.chain_of[n as usize];
-                c2 == c && p2 > p
-            });
-        if implied {
-            b.spare.leave_out(u, target, label);
-        } else {
-            b.edges.push((u, target));
-            b.labels.push(label);
+/// follows. `sources` is left holding those kept, first.
+pub(crate) fn add_into(b: &mut Built, sources: &mut [Node], target: Node, label: Label, on: bool) {
+    if !on || b.spare.keep {
+        for i in 0..sources.len() {
+            let u = sources[i];
+            if on && implied(&b.chain_of, u, sources.get(i + 1).copied()) {
+                b.spare.leave_out(u, target, label);
+            } else {
+                b.edges.push((u, target));
+                b.labels.push(label);
+            }
         }
+        return;
     }
+    // Without a branch per source: whether one is left out is as likely as not on a
+    // read-heavy history (readers of a version from the same session), so a branch on it was
+    // mispredicted half the time, a third of chaining.
+    let chain_of = &b.chain_of;
+    let n = sources.len();
+    let mut kept = 0;
+    let mut cur = sources
+        .first()
+        .map_or((u32::MAX, 0), |&u| chain_of[u as usize]);
+    for i in 0..n {
+        let u = sources[i];
+        let next = sources
+            .get(i + 1)
+            .map_or((u32::MAX, 0), |&x| chain_of[x as usize]);
+        let left_out = (cur.0 != u32::MAX) & (next.0 == cur.0) & (next.1 > cur.1);
+        sources[kept] = u;
+        kept += usize::from(!left_out);
+        cur = next;
+    }
+    b.spare.left_out += n - kept;
+    b.edges.extend(sources[..kept].iter().map(|&u| (u, target)));
+    b.labels.extend(std::iter::repeat_n(label, kept));
+}
+
+/// Whether the edge from `u` is implied by one from `next`, the next source into the same
+/// target: a later node of `u`'s chain.
+#[inline]
+fn implied(chain_of: &[(u32, u32)], u: Node, next: Option<Node>) -> bool {
+    let (c, p) = chain_of[u as usize];
+    c != u32::MAX
+        && next.is_some_and(|n| {
+            let (c2, p2) = chain_of[n as usize];
+            c2 == c && p2 > p
+        })
 }
 
 impl Built {

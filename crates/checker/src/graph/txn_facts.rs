@@ -107,8 +107,10 @@ struct KeySlots<'a> {
     overwritten: &'a Overwritten,
     stamp: Vec<u32>,
     slot: Vec<u32>,
-    /// (key, last own write op, external source, first external read op)
-    scratch: Vec<(u32, u32, u32, u32)>,
+    /// (key, last own write op, external source, first external read op, the source's node):
+    /// the node found once per key, where the source's transaction is at hand, not again from
+    /// the source op (a scattered read per fact).
+    scratch: Vec<(u32, u32, u32, u32, Node)>,
     /// Per writer node, the last reader given a write→read edge from it.
     wr_stamp: Vec<u32>,
     /// The current reader's write→read edges (placed, one per writer), for [`WrThinner`].
@@ -160,7 +162,7 @@ fn txn_facts(
         } else {
             ks.stamp[k as usize] = node;
             ks.slot[k as usize] = scratch.len() as u32;
-            scratch.push((k, NONE, NO_SRC, NONE));
+            scratch.push((k, NONE, NO_SRC, NONE, INIT));
             scratch.len() - 1
         };
         if h.op_kind[o] == OpKind::Write {
@@ -169,6 +171,7 @@ fn txn_facts(
         }
         let op = o as u32;
         let mut src = r.read_from[o];
+        let mut src_node = INIT;
         let own = scratch[slot].1;
         if own != NONE {
             // By value: another write of the same value is the same version to this reader.
@@ -196,8 +199,12 @@ fn txn_facts(
                 continue;
             }
             src = viable_writer(h, r, inc, t, op, f, ks)?;
+            if src != FROM_AMBIGUOUS && src != FROM_INIT {
+                src_node = b.txn_node[r.op_txn[src as usize] as usize];
+            }
         } else if src != FROM_INIT {
             let w = r.op_txn[src as usize];
+            src_node = b.txn_node[w as usize];
             if w == t {
                 return Err(Finding::FutureRead { txn: t, op });
             }
@@ -220,12 +227,12 @@ fn txn_facts(
         }
         scratch[slot].2 = src;
         scratch[slot].3 = op;
+        scratch[slot].4 = src_node;
     }
-    for &(k, own, src, _) in &scratch {
+    for &(k, own, src, _, node_of_src) in &scratch {
         let src_node = match src {
             NO_SRC | FROM_AMBIGUOUS => None,
-            FROM_INIT => Some(INIT),
-            s => Some(b.txn_node[r.op_txn[s as usize] as usize]),
+            _ => Some(node_of_src),
         };
         if src == FROM_AMBIGUOUS {
             let c = open_choice(f, k);

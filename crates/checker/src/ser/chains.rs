@@ -129,7 +129,7 @@ pub(super) fn chains_and_constraints(
                         .map(|r| pl.ends(r.2, next, EdgeKind::Rw).0),
                 );
                 let label = Label::fact(EdgeKind::Rw, k);
-                add_into(b, &from, next, label, opts.thin_edges);
+                add_into(b, &mut from, next, label, opts.thin_edges);
             }
         }
         if chains.len() < 2 {
@@ -154,7 +154,7 @@ pub(super) fn chains_and_constraints(
                             from.clear();
                             from.extend(rs.iter().map(|r| pl.ends(r.2, g, EdgeKind::Rw).0));
                             let label = Label::fact(EdgeKind::Rw, k);
-                            add_into(b, &from, g, label, opts.thin_edges);
+                            add_into(b, &mut from, g, label, opts.thin_edges);
                             (g, EdgeKind::Rw)
                         }
                     }

@@ -89,6 +89,13 @@ pub(super) fn prune(
         );
         let order = match order_at.take() {
             Some(o) if ordered => o,
+            _ if !b.order_time.is_empty() => graph::topo_order_timed(
+                b.num_nodes,
+                &csr,
+                more.as_ref().map(|m| &m.0),
+                &b.order_time,
+            )
+            .map_err(|_| Pruned::Cycle)?,
             _ => graph::topo_order_with(b.num_nodes, &csr, more.as_ref().map(|m| &m.0))
                 .map_err(|_| Pruned::Cycle)?,
         };

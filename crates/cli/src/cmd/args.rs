@@ -75,6 +75,12 @@ pub struct CheckFlags {
     /// constraints searches the graph instead, within a budget).
     #[arg(long)]
     pub(crate) no_prune_search_few: bool,
+    /// Order the known graph for pruning without looking at start times (by default, of the
+    /// transactions ready the one that started first comes first: on a history run in a
+    /// serial order, what pruning decides then keeps that order, and the next pass needs no
+    /// new one).
+    #[arg(long)]
+    pub(crate) no_time_order: bool,
     /// Weak levels, where values repeat: do not check serializability first (which, where it
     /// holds, settles every weaker level at once).
     #[arg(long)]
@@ -199,6 +205,7 @@ impl Default for CheckFlags {
             no_pair_by_heads: false,
             no_thin_edges: false,
             no_prune_search_few: false,
+            no_time_order: false,
             no_weak_ser_first: false,
             no_weak_prune_candidates: false,
             no_weak_learn: false,
@@ -319,6 +326,7 @@ impl CheckArgs {
             pair_by_heads: !self.no_pair_by_heads,
             thin_edges: !self.no_thin_edges,
             prune_search_few: !self.no_prune_search_few,
+            time_order: !self.no_time_order,
             weak_ser_first: !self.no_weak_ser_first,
             weak_prune_candidates: !self.no_weak_prune_candidates,
             weak_learn: !self.no_weak_learn,
