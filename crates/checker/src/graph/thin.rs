@@ -243,3 +243,55 @@ impl Built {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::EdgeKind;
+
+    /// Sources leave out, without a branch per source, exactly the edges the plain rule does
+    /// when it keeps them for a certificate: on random sorted sources over chains and nodes on
+    /// none.
+    #[test]
+    fn left_out_edges_are_those_kept_aside_for_certificates() {
+        let mut rng = super::super::test_rng::Rng(0xbb67_ae85_84ca_a73bu64);
+        let mut next = move |n: u64| rng.below(n);
+        let n = 200;
+        // Nodes in runs of a chain each, a few on none.
+        let chain_of: Vec<(u32, u32)> = (0..n)
+            .map(|x| {
+                if next(10) == 0 {
+                    (u32::MAX, 0)
+                } else {
+                    ((x / 17) as u32 % 5, x as u32)
+                }
+            })
+            .collect();
+        let label = Label::fact(EdgeKind::Rw, 3);
+        for round in 0..200 {
+            let mut sources: Vec<Node> = (0..next(30)).map(|_| next(n) as Node).collect();
+            sources.sort_unstable();
+            let plain = |keep: bool| {
+                let mut b = Built::plain(
+                    Vec::new(),
+                    Vec::new(),
+                    n as usize,
+                    Vec::new(),
+                    Vec::new(),
+                    chain_of.clone(),
+                    5,
+                );
+                b.spare = Spare::new(keep);
+                b
+            };
+            let mut fast = plain(false);
+            let mut kept = plain(true);
+            add_into(&mut fast, &mut sources.clone(), 999, label, true);
+            add_into(&mut kept, &mut sources.clone(), 999, label, true);
+            assert_eq!(fast.edges, kept.edges, "round {round}");
+            assert_eq!(fast.labels, kept.labels);
+            assert_eq!(fast.spare.left_out, kept.spare.edges.len());
+            assert_eq!(fast.edges.len() + fast.spare.left_out, sources.len());
+        }
+    }
+}
