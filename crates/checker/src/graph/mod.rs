@@ -95,22 +95,35 @@ pub fn topo_order(n: usize, csr: &Csr) -> Result<Vec<Node>, Vec<Node>> {
     topo_order_with(n, csr, None)
 }
 
+/// Each node's in-degree over the edges of all `lists`.
+fn in_degrees(n: usize, lists: &[&Csr]) -> Vec<u32> {
+    let mut indeg = vec![0u32; n];
+    for c in lists {
+        for &(v, _) in &c.targets {
+            indeg[v as usize] += 1;
+        }
+    }
+    indeg
+}
+
+/// The nodes Kahn's algorithm could not order (all on or behind a cycle).
+fn left_over(indeg: &[u32]) -> Vec<Node> {
+    (0..indeg.len() as Node)
+        .filter(|&x| indeg[x as usize] > 0)
+        .collect()
+}
+
 /// [`topo_order`] of the edges of `csr` and of `more` together (both over `n` nodes).
 ///
 /// Each list of rows is walked in a loop of its own and the order written into room made
 /// once: chaining the two lists' iterators and growing the order cost four times the
 /// instructions per edge, and pruning runs this on one thread over every known edge.
 pub fn topo_order_with(n: usize, csr: &Csr, more: Option<&Csr>) -> Result<Vec<Node>, Vec<Node>> {
-    let mut indeg = vec![0u32; n];
     let lists: &[&Csr] = match more {
         Some(m) => &[csr, m],
         None => &[csr],
     };
-    for c in lists {
-        for &(v, _) in &c.targets {
-            indeg[v as usize] += 1;
-        }
-    }
+    let mut indeg = in_degrees(n, lists);
     let mut order: Vec<Node> = vec![0; n];
     let mut tail = 0;
     for x in 0..n {
@@ -139,7 +152,7 @@ pub fn topo_order_with(n: usize, csr: &Csr, more: Option<&Csr>) -> Result<Vec<No
     if tail == n {
         Ok(order)
     } else {
-        Err((0..n as Node).filter(|&x| indeg[x as usize] > 0).collect())
+        Err(left_over(&indeg))
     }
 }
 
@@ -155,16 +168,11 @@ pub fn topo_order_timed(
     time: &[u64],
 ) -> Result<Vec<Node>, Vec<Node>> {
     use std::cmp::Reverse;
-    let mut indeg = vec![0u32; n];
     let lists: &[&Csr] = match more {
         Some(m) => &[csr, m],
         None => &[csr],
     };
-    for c in lists {
-        for &(v, _) in &c.targets {
-            indeg[v as usize] += 1;
-        }
-    }
+    let mut indeg = in_degrees(n, lists);
     let mut order: Vec<Node> = Vec::with_capacity(n);
     // Ready nodes without a time, and those with one, earliest first.
     let mut now: Vec<Node> = Vec::new();
@@ -203,7 +211,7 @@ pub fn topo_order_timed(
     if order.len() == n {
         Ok(order)
     } else {
-        Err((0..n as Node).filter(|&x| indeg[x as usize] > 0).collect())
+        Err(left_over(&indeg))
     }
 }
 

@@ -87,16 +87,13 @@ pub(super) fn prune(
             },
             || (opts.prune && !done && !preds_kept).then(|| gate_preds(bref)),
         );
+        let added = more.as_ref().map(|m| &m.0);
         let order = match order_at.take() {
             Some(o) if ordered => o,
-            _ if !b.order_time.is_empty() => graph::topo_order_timed(
-                b.num_nodes,
-                &csr,
-                more.as_ref().map(|m| &m.0),
-                &b.order_time,
-            )
-            .map_err(|_| Pruned::Cycle)?,
-            _ => graph::topo_order_with(b.num_nodes, &csr, more.as_ref().map(|m| &m.0))
+            _ if b.order_time.is_empty() => {
+                graph::topo_order_with(b.num_nodes, &csr, added).map_err(|_| Pruned::Cycle)?
+            }
+            _ => graph::topo_order_timed(b.num_nodes, &csr, added, &b.order_time)
                 .map_err(|_| Pruned::Cycle)?,
         };
         acyclic_at = (b.edges.len(), b.num_nodes);
