@@ -19,7 +19,7 @@ mod txn_facts;
 mod versions;
 
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
-pub use csr::Csr;
+pub use csr::{Csr, NodeRows, Rows, Target};
 pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
 pub(crate) use participants::{participants, Overwritten, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
@@ -91,16 +91,16 @@ impl Label {
 }
 
 /// Kahn's algorithm. Err with the nodes left over (all on or behind a cycle) if there is one.
-pub fn topo_order(n: usize, csr: &Csr) -> Result<Vec<Node>, Vec<Node>> {
+pub fn topo_order<T: Target>(n: usize, csr: &Rows<T>) -> Result<Vec<Node>, Vec<Node>> {
     topo_order_with(n, csr, None)
 }
 
 /// Each node's in-degree over the edges of all `lists`.
-fn in_degrees(n: usize, lists: &[&Csr]) -> Vec<u32> {
+fn in_degrees<T: Target>(n: usize, lists: &[&Rows<T>]) -> Vec<u32> {
     let mut indeg = vec![0u32; n];
     for c in lists {
-        for &(v, _) in &c.targets {
-            indeg[v as usize] += 1;
+        for &t in &c.targets {
+            indeg[t.node() as usize] += 1;
         }
     }
     indeg
@@ -118,8 +118,12 @@ fn left_over(indeg: &[u32]) -> Vec<Node> {
 /// Each list of rows is walked in a loop of its own and the order written into room made
 /// once: chaining the two lists' iterators and growing the order cost four times the
 /// instructions per edge, and pruning runs this on one thread over every known edge.
-pub fn topo_order_with(n: usize, csr: &Csr, more: Option<&Csr>) -> Result<Vec<Node>, Vec<Node>> {
-    let lists: &[&Csr] = match more {
+pub fn topo_order_with<T: Target>(
+    n: usize,
+    csr: &Rows<T>,
+    more: Option<&Rows<T>>,
+) -> Result<Vec<Node>, Vec<Node>> {
+    let lists: &[&Rows<T>] = match more {
         Some(m) => &[csr, m],
         None => &[csr],
     };
@@ -138,7 +142,8 @@ pub fn topo_order_with(n: usize, csr: &Csr, more: Option<&Csr>) -> Result<Vec<No
         head += 1;
         for c in lists {
             let row = &c.targets[c.start[x] as usize..c.start[x + 1] as usize];
-            for &(y, _) in row {
+            for &t in row {
+                let y = t.node();
                 let d = &mut indeg[y as usize];
                 *d -= 1;
                 if *d == 0 {
@@ -161,14 +166,14 @@ pub fn topo_order_with(n: usize, csr: &Csr, more: Option<&Csr>) -> Result<Vec<No
 /// that, on a history whose start order is a serial order, the edges it decides go forward in
 /// the order (a gate comes right after the last reader it follows, a transaction by its
 /// start), which then still holds and needs no second sort.
-pub fn topo_order_timed(
+pub fn topo_order_timed<T: Target>(
     n: usize,
-    csr: &Csr,
-    more: Option<&Csr>,
+    csr: &Rows<T>,
+    more: Option<&Rows<T>>,
     time: &[u64],
 ) -> Result<Vec<Node>, Vec<Node>> {
     use std::cmp::Reverse;
-    let lists: &[&Csr] = match more {
+    let lists: &[&Rows<T>] = match more {
         Some(m) => &[csr, m],
         None => &[csr],
     };
@@ -199,7 +204,8 @@ pub fn topo_order_timed(
         };
         order.push(x);
         for c in lists {
-            for &(y, _) in c.succ(x) {
+            for &t in c.succ(x) {
+                let y = t.node();
                 let d = &mut indeg[y as usize];
                 *d -= 1;
                 if *d == 0 {

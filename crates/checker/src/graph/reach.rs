@@ -1,7 +1,7 @@
 //! Reachability in the known graph, as pruning asks it: an index over the session chains when it
 //! fits in memory, else a search bounded by topological position.
 
-use super::{Built, Csr, Label, Node};
+use super::{Built, Label, Node, NodeRows, Rows, Target};
 
 /// Reachability over a DAG covered by chains (sessions): for every node, the earliest position
 /// it reaches in every chain. Then x ⇝ y (y on a chain) is one comparison. Memory is nodes ×
@@ -30,7 +30,13 @@ struct Columns {
 }
 
 impl Columns {
-    fn build(lo: u32, width: usize, chain_of: &[(u32, u32)], csr: &Csr, order: &[Node]) -> Columns {
+    fn build<T: Target>(
+        lo: u32,
+        width: usize,
+        chain_of: &[(u32, u32)],
+        csr: &Rows<T>,
+        order: &[Node],
+    ) -> Columns {
         let (n, c) = (chain_of.len(), width);
         // Room for every row; what no row takes is never touched, so costs nothing.
         let mut minpos = Vec::with_capacity((n + 1) * c);
@@ -42,8 +48,8 @@ impl Columns {
             let xi = x as usize;
             row.iter_mut().for_each(|r| *r = u32::MAX);
             // Successors come later in the order, so their rows are final.
-            for &(y, _) in csr.succ(x) {
-                let yr = row_of[y as usize] as usize;
+            for &t in csr.succ(x) {
+                let yr = row_of[t.node() as usize] as usize;
                 // Merging the row of a node that reaches nothing is a no-op.
                 if yr == 0 {
                     continue;
@@ -84,11 +90,11 @@ impl ChainReach {
         n * nchains * 4
     }
 
-    pub fn build(
+    pub fn build<T: Target>(
         n: usize,
         nchains: usize,
         chain_of: Vec<(u32, u32)>,
-        csr: &Csr,
+        csr: &Rows<T>,
         order: &[Node],
     ) -> ChainReach {
         // Each group walks every edge and merges rows narrower than one group's would be,
@@ -104,11 +110,11 @@ impl ChainReach {
     }
 
     /// [`ChainReach::build`] in `groups` groups of columns.
-    fn build_in(
+    fn build_in<T: Target>(
         n: usize,
         nchains: usize,
         chain_of: Vec<(u32, u32)>,
-        csr: &Csr,
+        csr: &Rows<T>,
         order: &[Node],
         groups: usize,
     ) -> ChainReach {
@@ -153,11 +159,11 @@ impl ChainReach {
 }
 
 /// Predecessors of gate nodes, which reachability queries go through.
-pub(crate) fn gate_preds(b: &Built) -> Csr {
+pub(crate) fn gate_preds(b: &Built) -> NodeRows {
     let n = b.num_nodes;
     let fg = b.first_gate;
     // Most of a read-heavy graph's edges go into gates: no copy of them first.
-    Csr::build_from(n, || {
+    NodeRows::build_from(n, || {
         b.edges
             .iter()
             .filter(move |&&(_, v)| v >= fg)
@@ -214,7 +220,7 @@ impl Budgeted {
         self.state.lock().map_or(true, |s| s.exhausted)
     }
 
-    fn reaches(&self, csr: &Csr, more: Option<&Csr>, x: Node, y: Node) -> bool {
+    fn reaches(&self, csr: &NodeRows, more: Option<&NodeRows>, x: Node, y: Node) -> bool {
         let py = self.pos[y as usize];
         if self.pos[x as usize] > py {
             return false;
@@ -239,7 +245,7 @@ impl Budgeted {
                 return false;
             }
             st.edges_left -= n;
-            for &(v, _) in succ.iter().chain(extra) {
+            for &v in succ.iter().chain(extra) {
                 if v == y {
                     return true;
                 }
@@ -255,11 +261,11 @@ impl Budgeted {
 
 pub(crate) struct ReachCtx<'a> {
     pub reach: Reach,
-    pub csr: &'a Csr,
+    pub csr: &'a NodeRows,
     /// Edges added since `csr` was built, which only [`Reach::Few`] searches look at (every
     /// other kind is given the whole graph in `csr`).
-    pub more: Option<&'a Csr>,
-    pub preds: &'a Csr,
+    pub more: Option<&'a NodeRows>,
+    pub preds: &'a NodeRows,
     pub first_gate: Node,
 }
 
@@ -275,7 +281,7 @@ impl ReachCtx<'_> {
                     self.preds
                         .succ(y)
                         .iter()
-                        .any(|&(p, _)| p == x || cr.reaches_chained(x, p))
+                        .any(|&p| p == x || cr.reaches_chained(x, p))
                 } else {
                     cr.reaches_chained(x, y)
                 }
@@ -289,7 +295,7 @@ impl ReachCtx<'_> {
                 let mut stack = vec![x];
                 seen.insert(x);
                 while let Some(u) = stack.pop() {
-                    for &(v, _) in self.csr.succ(u) {
+                    for &v in self.csr.succ(u) {
                         if v == y {
                             return true;
                         }
@@ -308,7 +314,7 @@ impl ReachCtx<'_> {
     pub fn implied(&self, gate: Node, head: Node) -> bool {
         if gate >= self.first_gate {
             let preds = self.preds.succ(gate);
-            !preds.is_empty() && preds.iter().all(|&(p, _)| self.reaches(p, head))
+            !preds.is_empty() && preds.iter().all(|&p| self.reaches(p, head))
         } else {
             self.reaches(gate, head)
         }
@@ -325,9 +331,9 @@ mod tests {
     use super::*;
 
     /// A path 0 → 1 → … → 9 in topological positions 0..10.
-    fn path() -> (Csr, Vec<u32>) {
+    fn path() -> (NodeRows, Vec<u32>) {
         let edges: Vec<(Node, Node)> = (0..9).map(|i| (i, i + 1)).collect();
-        (Csr::build(10, &edges, false), (0..10).collect())
+        (NodeRows::build(10, &edges, false), (0..10).collect())
     }
 
     /// On random DAGs over chains and gates, every node's first position reached on every
@@ -372,7 +378,7 @@ mod tests {
                     edges.push((a, b));
                 }
             }
-            let csr = Csr::build(n, &edges, false);
+            let csr = super::super::Csr::build(n, &edges, false);
             for groups in [1, 2, 3, nchains] {
                 let cr = ChainReach::build_in(n, nchains, chain_of.clone(), &csr, &order, groups);
                 for x in 0..n as Node {
