@@ -1,6 +1,7 @@
 //! Every integration test of this crate in one binary: one link instead of one per file,
 //! and the files' tests run side by side instead of one binary after another.
 
+mod claims;
 mod common;
 mod contended;
 mod cut_logs;

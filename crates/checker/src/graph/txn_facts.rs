@@ -1,12 +1,17 @@
 //! Each transaction's facts — its reads checked against its own writes and its writers, the
 //! write→read edges, the (key, writer, reader) reads, writes and read-modify-write steps chains
 //! are made of — stated for ranges of transactions in parallel and joined in node order, so the
-//! result (and the first finding) is the one a single pass would give.
+//! result (and the first finding) is the one a single pass would give. Where resolving left
+//! Cobra's claims unchecked, this pass checks them, at each read's writer, which it looks up
+//! anyway.
 
 use super::thin::{EdgeSink, WrThinner};
 use super::{Built, Choice, EdgeKind, Facts, Label, Layout, Node, Overwritten, ReadOut, INIT};
 use crate::findings::{Finding, NoWriter};
-use krait_history::{History, OpKind, Resolution, TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY};
+use krait_history::{
+    claim_problem, claim_problems, CobraClaims, History, OpId, OpKind, ReadProblem, Resolution,
+    TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+};
 use rayon::prelude::*;
 
 /// The facts of every included transaction (`inc`), with their write→read edges added to `b`
@@ -29,7 +34,8 @@ pub(super) fn all_facts(
         None => ranges.iter().map(|_| ReadOut::List(Vec::new())).collect(),
     };
     let bref: &Built = b;
-    let parts: Vec<Result<(Facts, EdgeSink), Finding>> = ranges
+    let claims = h.cobra.as_ref().filter(|_| !r.claims_checked);
+    let parts: Vec<Result<(Facts, EdgeSink, Problems), Finding>> = ranges
         .into_par_iter()
         .zip(outs)
         .map(|((lo, hi), mut out)| {
@@ -41,7 +47,7 @@ pub(super) fn all_facts(
             if let ReadOut::List(v) = &mut out {
                 v.reserve(ops);
             }
-            let mut ks = KeySlots::new(h, &overwritten, out);
+            let mut ks = KeySlots::new(h, &overwritten, out, claims);
             let mut sink = EdgeSink::new(&bref.spare);
             // Left-out write→read edges: at most one a read too.
             sink.spare.reserve(ops);
@@ -51,19 +57,39 @@ pub(super) fn all_facts(
                 thinner.add(&bref.chain_of, &mut sink, &ks.wr_buf);
             }
             f.reads = ks.reads.finish();
-            Ok((f, sink))
+            Ok((f, sink, ks.problems))
         })
         .collect();
+    if claims.is_some() {
+        // A claim problem comes before any finding of this pass, as it would had resolving
+        // checked the claims. A range that stopped at a finding left the rest of its reads'
+        // claims unchecked: then they are all checked, in a pass of their own.
+        let first = if parts.iter().any(|p| p.is_err()) {
+            claim_problems(h, &r.op_txn, &r.read_from)
+                .into_iter()
+                .find(|&(op, _)| inc[r.op_txn[op as usize] as usize])
+        } else {
+            parts
+                .iter()
+                .flatten()
+                .flat_map(|p| p.2.first())
+                .next()
+                .cloned()
+        };
+        if let Some((op, problem)) = first {
+            return Err(Finding::ReadProblem { op, problem });
+        }
+    }
     let mut all = Facts::default();
     // The first finding in node order is the one to report.
     let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
     all.read_blocks = layout;
     // Joined into arrays sized once: grown by doubling, each would be copied again and again.
-    let total = |f: fn(&(Facts, EdgeSink)) -> usize| parts.iter().map(f).sum::<usize>();
+    let total = |f: fn(&(Facts, EdgeSink, Problems)) -> usize| parts.iter().map(f).sum::<usize>();
     b.edges.reserve(total(|p| p.1.edges.len()));
     b.labels.reserve(total(|p| p.1.labels.len()));
     b.spare.reserve(total(|p| p.1.spare.edges.len()));
-    for (f, sink) in parts {
+    for (f, sink, _) in parts {
         all.read_parts.push(f.reads);
         all.writes.extend(f.writes);
         all.rmws.extend(f.rmws);
@@ -117,12 +143,25 @@ struct KeySlots<'a> {
     wr_buf: Vec<(Node, Node, Label)>,
     /// Where the range's read facts go.
     reads: ReadOut<'a>,
+    /// Cobra's claims, where this pass checks them, and the problems found, in op order.
+    claims: Option<&'a CobraClaims>,
+    problems: Problems,
 }
 
+/// Reads whose claims the history contradicts, in op order.
+type Problems = Vec<(OpId, ReadProblem)>;
+
 impl<'a> KeySlots<'a> {
-    fn new(h: &History, overwritten: &'a Overwritten, reads: ReadOut<'a>) -> KeySlots<'a> {
+    fn new(
+        h: &History,
+        overwritten: &'a Overwritten,
+        reads: ReadOut<'a>,
+        claims: Option<&'a CobraClaims>,
+    ) -> KeySlots<'a> {
         KeySlots {
             reads,
+            claims,
+            problems: Vec::new(),
             overwritten,
             slot: vec![0; h.num_keys()],
             stamp: vec![u32::MAX; h.num_keys()],
@@ -171,6 +210,11 @@ fn txn_facts(
         }
         let op = o as u32;
         let mut src = r.read_from[o];
+        if let Some(c) = ks.claims {
+            if let Some(p) = claim_problem(h, c, o, src, || r.op_txn[src as usize]) {
+                ks.problems.push((op, p));
+            }
+        }
         let mut src_node = INIT;
         let own = scratch[slot].1;
         if own != NONE {

@@ -71,10 +71,18 @@ impl CobraClaims {
     }
 
     /// The claims of operation `o` of `h` (whose claims these are).
+    #[inline]
     pub fn get(&self, h: &History, o: usize) -> (u64, u64) {
-        let Some(c) = &self.compact else {
-            return (self.value_hash[o], self.read_writer[o]);
-        };
+        // Inlined where graph building checks each read against its writer; the compacted
+        // claims' lookups stay out of line.
+        match &self.compact {
+            None => (self.value_hash[o], self.read_writer[o]),
+            Some(c) => Self::get_compact(c, h, o),
+        }
+    }
+
+    #[inline(never)]
+    fn get_compact(c: &Compact, h: &History, o: usize) -> (u64, u64) {
         if h.op_kind[o] == OpKind::Write {
             return (c.write_hash(o), 0);
         }
@@ -91,6 +99,7 @@ impl CobraClaims {
 
     /// The claims of read `o` where they may differ from those of the first write of its key
     /// and value; `None` where they are those (compacted claims leave such reads out).
+    #[inline]
     pub fn read_claims_kept(&self, o: usize) -> Option<(u64, u64)> {
         match &self.compact {
             None => Some((self.value_hash[o], self.read_writer[o])),

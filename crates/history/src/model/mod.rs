@@ -16,7 +16,8 @@ pub use builder::HistoryBuilder;
 pub use claims::{CobraClaims, COMPACT_FROM};
 pub(crate) use resolve::writer_txns;
 pub use resolve::{
-    op_txns, resolve, ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+    claim_problem, claim_problems, op_txns, resolve, resolve_unchecked, ReadProblem, Resolution,
+    FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
 };
 pub use simple::{build_history, BuildError, SimpleTxn};
 pub use stream::{Keys, TxnRecord};

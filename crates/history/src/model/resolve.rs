@@ -53,6 +53,10 @@ pub struct Resolution {
     pub ambiguous: Vec<(OpId, u32, u32)>,
     /// The candidate lists of `ambiguous`, one after another.
     pub cand_ops: Vec<OpId>,
+    /// Whether `problems` holds every read's claim problem. False from [`resolve_unchecked`]:
+    /// its caller checks the claims where it looks up each read's writer anyway
+    /// ([`claim_problem`]), and [`claim_problems`] finds them all where it needs them.
+    pub claims_checked: bool,
 }
 
 impl Resolution {
@@ -108,11 +112,20 @@ const CHUNK: usize = 1 << 14;
 
 /// Resolves every read of `h`.
 pub fn resolve(h: &History) -> Resolution {
+    let mut r = resolve_unchecked(h);
+    r.problems = claim_problems(h, &r.op_txn, &r.read_from);
+    r.claims_checked = true;
+    r
+}
+
+/// [`resolve`] without the pass that checks Cobra's claims: `problems` is left empty and
+/// `claims_checked` false. A pass of its own, it looks up every read's writer's transaction and
+/// value hash again (a tenth of a read-heavy check); a caller that looks up each read's writer
+/// anyway checks them there.
+pub fn resolve_unchecked(h: &History) -> Resolution {
     use rayon::prelude::*;
     let op_txn = op_txns(h);
-    // The common case first, in parallel: one hash lookup per read. The claims are checked in
-    // a pass of their own: with the write known, its lookups no longer wait on the hash
-    // lookup, and many are in flight at once (one pass doing both was half as slow again).
+    // The common case first, in parallel: one hash lookup per read.
     let read_from: Vec<OpId> = (0..h.num_ops())
         .into_par_iter()
         .with_min_len(CHUNK)
@@ -132,22 +145,38 @@ pub fn resolve(h: &History) -> Resolution {
             ambiguous.push((o as OpId, a, cand_ops.len() as u32));
         }
     }
-    // What Cobra's logs claim about each read, against what it resolved to.
-    let problems: Vec<(OpId, ReadProblem)> = match &h.cobra {
-        None => Vec::new(),
-        Some(c) => (0..h.num_ops())
-            .into_par_iter()
-            .with_min_len(CHUNK)
-            .filter_map(|o| Some((o as OpId, claim_problem(h, c, &op_txn, o, read_from[o])?)))
-            .collect(),
-    };
     Resolution {
         read_from,
         op_txn,
-        problems,
+        problems: Vec::new(),
         ambiguous,
         cand_ops,
+        claims_checked: h.cobra.is_none(),
     }
+}
+
+/// What Cobra's logs claim about each read that contradicts what it resolved to (`read_from`),
+/// in op order; empty for a history without claims.
+pub fn claim_problems(
+    h: &History,
+    op_txn: &[TxnId],
+    read_from: &[OpId],
+) -> Vec<(OpId, ReadProblem)> {
+    use rayon::prelude::*;
+    let Some(c) = &h.cobra else {
+        return Vec::new();
+    };
+    // With the write known, its lookups no longer wait on the hash lookup, and many are in
+    // flight at once (one pass doing both was half as slow again).
+    (0..h.num_ops())
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .filter_map(|o| {
+            let w = read_from[o];
+            let p = claim_problem(h, c, o, w, || op_txn[w as usize])?;
+            Some((o as OpId, p))
+        })
+        .collect()
 }
 
 /// What op `o` observed: itself for a write, else its write, the initial state, nobody, or
@@ -168,14 +197,15 @@ fn read_from_of(h: &History, o: usize) -> OpId {
     }
 }
 
-/// What Cobra's logs claim about read `o` (resolved to `w`) that the history contradicts.
+/// What Cobra's logs (`c`, those of `h`) claim about op `o`, resolved to `w`, that the history
+/// contradicts; `writer_txn` gives the transaction of `w` where it is a write.
 #[inline]
-fn claim_problem(
+pub fn claim_problem(
     h: &History,
     c: &super::claims::CobraClaims,
-    op_txn: &[TxnId],
     o: usize,
     w: OpId,
+    writer_txn: impl FnOnce() -> TxnId,
 ) -> Option<ReadProblem> {
     if h.op_kind[o] != OpKind::Read {
         return None;
@@ -188,7 +218,7 @@ fn claim_problem(
     }
     // Claims left out of compacted ones are those of the write resolved to.
     let (hash, writer) = c.read_claims_kept(o)?;
-    let actual = h.txn_ext[op_txn[w as usize] as usize];
+    let actual = h.txn_ext[writer_txn() as usize];
     let written = c.get(h, w as usize).0;
     if writer != actual {
         return Some(ReadProblem::WrongWriter {
