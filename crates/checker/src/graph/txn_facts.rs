@@ -28,7 +28,7 @@ pub(super) fn all_facts(
     // through the last tenth of the pass (readheavy-8000); thinning, which does not cross
     // ranges, keeps 0.06 % more edges for it.
     let ranges = node_ranges(h, b, rayon::current_num_threads() * 8);
-    let mut layout = Layout::of(h, &b.node_txn, &ranges);
+    let mut layout = Layout::of(h, &b.node_txn, &ranges, b.num_nodes);
     let outs = match layout.as_mut() {
         Some(l) => l.split(),
         None => ranges.iter().map(|_| ReadOut::List(Vec::new())).collect(),
