@@ -172,6 +172,11 @@ impl<'a> KeySlots<'a> {
     }
 }
 
+/// How many ops ahead the per-transaction pass asks for its writers' data: at 80k read-heavy
+/// transactions the pass took 197 ms (median of 8) instead of 213 without; 8, 32 and 64 ahead
+/// did as well as 16.
+const AHEAD: usize = 16;
+
 /// One transaction's reads and writes, key by key: its own reads must see its own latest write,
 /// an external read must name a committed writer's final version and be the same every time;
 /// write→read edges go into the known graph. A read whose value several writes wrote keeps the
@@ -194,7 +199,19 @@ fn txn_facts(
     let mut scratch = std::mem::take(&mut ks.scratch);
     scratch.clear();
     ks.wr_buf.clear();
-    for o in h.ops(t) {
+    let ops = h.ops(t);
+    let ahead = ops.start + AHEAD..ops.end + AHEAD;
+    for (o, a) in ops.zip(ahead) {
+        // The writer's transaction (and its claims), a scattered read per read, asked for a
+        // few reads ahead so that their misses overlap.
+        if let Some(&w) = r.read_from.get(a) {
+            if w < FROM_AMBIGUOUS {
+                krait_history::prefetch(&r.op_txn[w as usize]);
+                if let Some(c) = ks.claims {
+                    c.prefetch(w as usize);
+                }
+            }
+        }
         let k = h.op_key[o];
         let slot = if ks.stamp[k as usize] == node {
             ks.slot[k as usize] as usize

@@ -97,6 +97,14 @@ impl CobraClaims {
         (c.write_hash(w), h.txn_ext[t])
     }
 
+    /// Brings write `o`'s value hash toward the cache ahead of [`Self::get`].
+    #[inline]
+    pub fn prefetch(&self, o: usize) {
+        if let Some(x) = self.value_hash.get(o) {
+            crate::prefetch(x);
+        }
+    }
+
     /// The claims of read `o` where they may differ from those of the first write of its key
     /// and value; `None` where they are those (compacted claims leave such reads out).
     #[inline]
