@@ -25,9 +25,6 @@ pub(crate) type ReadFact = (u32, Node, Node);
 
 /// Keys per block: 2^7.
 const BLOCK_BITS: u32 = 7;
-/// A place no fact took (a transaction's reads of one key state one fact; a read of its own
-/// write, none). It sorts after every fact of its block and is dropped with the duplicates.
-const HOLE: ReadFact = (u32::MAX, 0, 0);
 /// Fewer facts than this are sorted whole.
 const SMALL: usize = 1 << 14;
 /// Bits of each node number in a packed fact.
@@ -35,8 +32,9 @@ const NODE_BITS: u32 = 28;
 const NODE_MASK: u32 = (1 << NODE_BITS) - 1;
 /// Graphs of more nodes than this have their facts sorted unpacked.
 pub(crate) const PACKED_NODES: usize = 1 << NODE_BITS;
-/// A packed place no fact took: its key bits (255) are no key of a block.
-const PACKED_HOLE: u64 = u64::MAX;
+/// A place no fact took (a transaction's reads of one key state one fact; a read of its own
+/// write, none): its key bits (255) are no key of a block, so sorting drops it.
+const HOLE: u64 = u64::MAX;
 
 /// Fact `r` as the layout holds it: its key within its block, its writer, its reader.
 #[inline]
@@ -88,7 +86,7 @@ impl ReadOut<'_> {
             ReadOut::List(v) => v,
             ReadOut::Places { places, fill } => {
                 for (p, f) in places.into_iter().zip(fill) {
-                    p[f as usize..].fill(PACKED_HOLE);
+                    p[f as usize..].fill(HOLE);
                 }
                 Vec::new()
             }
@@ -206,10 +204,9 @@ impl Layout {
             .enumerate()
             .collect();
         // Each block's facts unpacked into room handed back once chained, and used again for
-        // a later block: a few blocks' worth in all, not a second copy of them all in fresh
-        // memory (room freed and allocated again came back from the kernel each time).
-        // Each made as large as the largest block at once: grown block after block, it moved
-        // into fresh memory again and again.
+        // a later block: a few blocks' worth in all, not a second copy of them all. Each room
+        // is as large as the largest block from the start: freed and allocated again, or grown
+        // block after block, it came back from the kernel as fresh memory each time.
         let most = blocks.iter().map(|b| b.1.len()).max().unwrap_or(0);
         let room: std::sync::Mutex<Vec<Vec<ReadFact>>> = Default::default();
         let sorted = krait_history::in_order::map_in_order(
@@ -357,8 +354,8 @@ fn sort_block(scratch: &mut Scratch, b: usize, block: &[u64], out: &mut Vec<Read
         by_writer(scratch, &facts[lo..hi], &mut out[lo..hi]);
     }
     scratch.facts = facts;
-    let kept = without_duplicates(out);
-    out.truncate(kept);
+    // Duplicates (a list read and the read of its last element) are next to each other.
+    out.dedup();
 }
 
 /// One key's facts (in reader order) into `to`, stably sorted by writer: a counting sort over
@@ -399,21 +396,6 @@ fn by_writer(scratch: &mut Scratch, from: &[ReadFact], to: &mut [ReadFact]) {
     for &(w, _) in writers.iter() {
         slot[w as usize] = 0;
     }
-}
-
-/// Moves sorted facts (a block, or blocks one after another), without holes and duplicates,
-/// to the front; returns how many.
-fn without_duplicates(v: &mut [ReadFact]) -> usize {
-    let mut kept = 0;
-    for i in 0..v.len() {
-        let r = v[i];
-        if r.0 == HOLE.0 || (kept > 0 && v[kept - 1] == r) {
-            continue;
-        }
-        v[kept] = r;
-        kept += 1;
-    }
-    kept
 }
 
 /// A stable counting sort of `from` by `field` (below `range`) into `to` (as long); returns
@@ -509,7 +491,7 @@ mod tests {
             for k in [0, 1, 63, (1 << BLOCK_BITS) - 1] {
                 for (w, r) in [(0, 0), (0, top), (top, 0), (top, top), (12_345, 6_789_012)] {
                     let f = (base + k, w, r);
-                    assert_ne!(pack(f), PACKED_HOLE);
+                    assert_ne!(pack(f), HOLE);
                     assert_eq!(unpack(pack(f), base), f);
                 }
             }

@@ -328,7 +328,7 @@ fn thin_by_chains(batch: &mut Vec<(graph::Node, graph::Node, Label)>, chain_of: 
 /// key looked up per comparison was a scattered read of the chain table each time, and the
 /// edges sorted with their keys beside them, 40 bytes each, took 30–40 ms at 80k read-heavy
 /// transactions (442 thousand decided edges).
-fn first_of_each<E: Sync>(
+fn first_of_each<E>(
     edges: &[E],
     of: impl Iterator<Item = u32>,
     key: impl Fn(&E) -> (u64, u32),
