@@ -142,7 +142,7 @@ pub(crate) fn read_all(
     // Every operation record is 25 bytes or more. Zeroed arrays come from the system as
     // untouched pages: only the room used is ever written, once.
     let room: usize = lens.iter().map(|&n| (n / 25) as usize).sum();
-    let mut kind = vec![OpKind::Read; room];
+    let mut kind = OpKind::zeroed(room);
     let mut key = vec![0 as KeyId; room];
     let mut value = vec![0u64; room];
     let mut value_hash = vec![0u64; room];

@@ -177,7 +177,7 @@ fn in_session_order(
     ops: &FileOrder,
 ) -> (Vec<OpKind>, Vec<KeyId>, Vec<u64>) {
     let total = ops.len();
-    let mut kind = vec![OpKind::Read; total];
+    let mut kind = OpKind::zeroed(total);
     let mut key = vec![0 as KeyId; total];
     let mut value = vec![0u64; total];
     let mut slices = Vec::with_capacity(sessions.iter().map(|s| s.1.len()).sum());

@@ -80,15 +80,38 @@ impl TxnStatus {
 }
 
 /// What an operation does.
+// One byte, `Write` zero: room for a log's kinds comes zeroed from the system
+// (`OpKind::zeroed`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[repr(u8)]
 pub enum OpKind {
     /// A write of a value (other writes of the key may write the same value).
-    Write,
+    Write = 0,
     /// A read that observed the value in `op_value`.
     Read,
     /// A read that observed the initial state of the key (or its absence).
     ReadInit,
+}
+
+impl OpKind {
+    /// `n` kinds, all `Write`, in memory the system hands out zeroed: pages never written are
+    /// never touched. `vec![OpKind::Write; n]` writes every byte (an enum is not known to be
+    /// zero), and room for a large log's kinds is mostly written once more by its decoder, so
+    /// the first pass over it was a serial page fault per 4 KiB before decoding began.
+    pub(crate) fn zeroed(n: usize) -> Vec<OpKind> {
+        let mut bytes = std::mem::ManuallyDrop::new(vec![0u8; n]);
+        // SAFETY: `OpKind` is `repr(u8)` with `Write` = 0, so every zero byte is a valid
+        // `OpKind`, and its size and alignment are a byte's: the allocation is the same block
+        // a `Vec<u8>` of this length and capacity owns, handed over whole.
+        unsafe {
+            Vec::from_raw_parts(
+                bytes.as_mut_ptr().cast::<OpKind>(),
+                bytes.len(),
+                bytes.capacity(),
+            )
+        }
+    }
 }
 
 /// A whole history. All `txn_*` arrays have one entry per transaction, all `op_*` arrays one
