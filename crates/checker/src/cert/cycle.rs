@@ -3,7 +3,7 @@
 
 use super::deduce::Deducer;
 use super::{Anomaly, CertConstraint, CertOption, Certificate, EdgeNote, Explainer};
-use crate::graph::{self, Built, Constraint, Csr, EdgeKind, Label, Node};
+use crate::graph::{self, Built, Constraint, Csr, EdgeKind, Label, Labels, Node};
 use krait_history::{History, Resolution, TxnId};
 
 /// The known edges with these indices, with their labels.
@@ -24,11 +24,11 @@ fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
 /// Packed in a byte an edge, made once: a search looks it up for every edge it relaxes, and
 /// the labels themselves are twelve bytes each (on a read-heavy graph of 1.6 million edges,
 /// the lookups into them were a third of the search).
-fn edge_cost(labels: &[Label], fence: Option<u32>) -> impl Fn(u32) -> (graph::Cost, bool) {
+fn edge_cost(labels: &Labels, fence: Option<u32>) -> impl Fn(u32) -> (graph::Cost, bool) {
     const AVOID: u8 = 4;
     let packed: Vec<u8> = labels
         .iter()
-        .map(|l| {
+        .map(|l: Label| {
             let kind = match l.kind {
                 EdgeKind::Rw => 0,
                 EdgeKind::Session => 1,

@@ -3,7 +3,7 @@
 //! A read no serial order can explain is returned as a typed [`Finding`], not in words.
 
 use super::thin::Spare;
-use super::{Choice, CondEdge, EdgeKind, Facts, Known, Label, Node, NO_KEY};
+use super::{Choice, CondEdge, EdgeKind, Facts, Known, Label, Labels, Node, NO_KEY};
 use crate::findings::Finding;
 use crate::Options;
 use krait_history::{History, Resolution, TxnId, TxnStatus};
@@ -46,7 +46,7 @@ pub struct Built {
     pub txn_node: Vec<Node>,
     pub first_gate: Node,
     pub edges: Vec<(Node, Node)>,
-    pub labels: Vec<Label>,
+    pub labels: Labels,
     /// Known edges others imply through a session chain (`thin`): not searched, put back for
     /// certificates. Only kept with `keep_spare`: an accepted check never needs them, and on
     /// read-heavy histories they outnumber the graph's own edges (14M at 80k transactions ×
@@ -96,7 +96,7 @@ impl Built {
         txn_node: Vec<Node>,
         num_nodes: usize,
         edges: Vec<(Node, Node)>,
-        labels: Vec<Label>,
+        labels: Labels,
         chain_of: Vec<(u32, u32)>,
         num_chains: usize,
     ) -> Built {
@@ -167,7 +167,15 @@ pub fn build(
     } = participants(h, r, committed_unknown)?;
     let ntx = node_txn.len() + 1;
     let chain_of = vec![(u32::MAX, 0u32); ntx];
-    let mut b = Built::plain(node_txn, txn_node, ntx, Vec::new(), Vec::new(), chain_of, 0);
+    let mut b = Built::plain(
+        node_txn,
+        txn_node,
+        ntx,
+        Vec::new(),
+        Labels::default(),
+        chain_of,
+        0,
+    );
     b.spare = spare;
     b.excluded_unknown = excluded_unknown;
     if opts.level == crate::Level::SnapshotIsolation {
@@ -290,9 +298,9 @@ fn forget_key(b: &mut Built, f: &mut Facts, k: u32) {
     (b.edges, b.labels) = b
         .edges
         .iter()
-        .zip(&b.labels)
+        .zip(b.labels.iter())
         .filter(|(_, l)| l.key != k)
-        .map(|(&e, &l)| (e, l))
+        .map(|(&e, l)| (e, l))
         .unzip();
     b.spare.edges.retain(|e| e.2.key != k);
 }

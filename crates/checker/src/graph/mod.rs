@@ -6,6 +6,7 @@
 mod choices;
 mod csr;
 mod known;
+mod labels;
 mod lists;
 mod participants;
 mod paths;
@@ -21,6 +22,7 @@ mod versions;
 pub(crate) use choices::{cand_state, pair_state, Choice, CondEdge, Known, RuledOut, NO_PAIR};
 pub use csr::{Csr, NodeRows, Rows, Target};
 pub(crate) use known::{build, walk_sessions, Built, ChainRec, Constraint, INIT};
+pub use labels::Labels;
 pub(crate) use participants::{participants, Overwritten, Participants};
 pub(crate) use paths::{best_cycle, shortest_path, shortest_path_below, Cost};
 pub(crate) use reach::{gate_preds, Budgeted, ChainReach, Reach, ReachCtx};

@@ -10,7 +10,7 @@
 //! reader→gate edges this way (a reader of 160 keys reads from at most one writer per session
 //! that matters, a writer is seen first by one reader per session).
 
-use super::{Built, Label, Node};
+use super::{Built, Label, Labels, Node};
 use std::sync::Arc;
 
 const NONE: (u32, u32) = (u32::MAX, u32::MAX);
@@ -154,7 +154,7 @@ impl Spare {
 #[derive(Default)]
 pub(crate) struct EdgeSink {
     pub(crate) edges: Vec<(Node, Node)>,
-    pub(crate) labels: Vec<Label>,
+    pub(crate) labels: Labels,
     pub(crate) spare: Spare,
 }
 
@@ -173,7 +173,7 @@ impl EdgeSink {
     /// Appends everything to the graph's edges, in the order stated.
     pub(crate) fn drain_into(self, b: &mut Built) {
         b.edges.extend_from_slice(&self.edges);
-        b.labels.extend_from_slice(&self.labels);
+        b.labels.append(&self.labels);
         b.spare.absorb(&self.spare);
     }
 }
@@ -220,7 +220,7 @@ pub(crate) fn add_into(b: &mut Built, sources: &mut [Node], target: Node, label:
     }
     b.spare.left_out += n - kept;
     b.edges.extend(sources[..kept].iter().map(|&u| (u, target)));
-    b.labels.extend(std::iter::repeat_n(label, kept));
+    b.labels.push_n(label, kept);
 }
 
 /// Whether the edge from `u` is implied by one from `next`, the next source into the same
@@ -241,7 +241,6 @@ impl Built {
     pub(crate) fn restore_spare(&mut self) {
         let spare = std::mem::take(&mut self.spare.edges);
         self.edges.reserve(spare.len());
-        self.labels.reserve(spare.len());
         for (u, v, l) in spare {
             self.edges.push((u, v));
             self.labels.push(l);
@@ -282,7 +281,7 @@ mod tests {
                     Vec::new(),
                     n as usize,
                     Vec::new(),
-                    Vec::new(),
+                    Labels::default(),
                     chain_of.clone(),
                     5,
                 );

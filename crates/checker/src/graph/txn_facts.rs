@@ -87,7 +87,6 @@ pub(super) fn all_facts(
     // Joined into arrays sized once: grown by doubling, each would be copied again and again.
     let total = |f: fn(&(Facts, EdgeSink, Problems)) -> usize| parts.iter().map(f).sum::<usize>();
     b.edges.reserve(total(|p| p.1.edges.len()));
-    b.labels.reserve(total(|p| p.1.labels.len()));
     b.spare.reserve(total(|p| p.1.spare.edges.len()));
     for (f, sink, _) in parts {
         all.read_parts.push(f.reads);

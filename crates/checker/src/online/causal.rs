@@ -120,7 +120,7 @@ impl Online {
     /// round that admits it.
     pub(super) fn keep_forced(&mut self, fin: &Final, txn_slab: &[u32]) {
         let b = &fin.b;
-        for (&(u, v), l) in b.edges.iter().zip(&b.labels) {
+        for (&(u, v), l) in b.edges.iter().zip(b.labels.iter()) {
             // Forced this round, or by unknown outcomes found read (labelled carried).
             if !matches!(l.kind, EdgeKind::Ww | EdgeKind::Carried) {
                 continue;

@@ -50,7 +50,6 @@ pub(super) fn chains_by_block(
 fn reserve(b: &mut Built, reads: usize, writes: usize) {
     // At most an edge a read, and a few a chain: reserved once, not grown through copies.
     b.edges.reserve(reads + 2 * writes);
-    b.labels.reserve(reads + 2 * writes);
     b.spare.reserve(reads);
 }
 

@@ -98,6 +98,7 @@ pub(crate) fn decide(
     let pruned = prune::prune(b, opts, stats);
     stats.nodes = b.num_nodes;
     stats.known_edges = b.edges.len();
+    debug_assert_eq!(b.labels.len(), b.edges.len(), "one label an edge");
     stats.constraints_formed = b.constraints.len();
     timings.prune = t.elapsed();
     let remaining = match pruned {

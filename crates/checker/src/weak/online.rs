@@ -155,7 +155,7 @@ pub(crate) fn causal_round(
         txn_node,
         num_nodes,
         edges,
-        labels,
+        labels.iter().copied().collect(),
         chain_of,
         f.num_chains as usize,
     );
