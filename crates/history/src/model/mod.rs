@@ -6,6 +6,7 @@
 
 mod builder;
 mod claims;
+mod first_writes;
 pub(crate) mod resolve;
 mod simple;
 mod stream;
