@@ -162,6 +162,9 @@ impl ChainReach {
 pub(crate) fn gate_preds(b: &Built) -> NodeRows {
     let n = b.num_nodes;
     let fg = b.first_gate;
+    if let Some(rows) = preds_in_order(n, fg, &b.edges) {
+        return rows;
+    }
     // Most of a read-heavy graph's edges go into gates: no copy of them first.
     NodeRows::build_from(n, || {
         b.edges
@@ -169,6 +172,33 @@ pub(crate) fn gate_preds(b: &Built) -> NodeRows {
             .filter(move |&&(_, v)| v >= fg)
             .map(|&(u, v)| (v, u))
     })
+}
+
+/// The rows [`gate_preds`] builds, where the edges into gates come gate after gate (`None`
+/// where they do not). Chaining adds each gate's edges together, right after making it, so
+/// before pruning adds any they do: then each row is a run of the edges' sources, in edge
+/// order, gathered in one pass instead of counted in one and scattered in another (at 80k
+/// read-heavy transactions, 5 million of the 6 million edges, 26 ms on one thread).
+fn preds_in_order(n: usize, fg: Node, edges: &[(Node, Node)]) -> Option<NodeRows> {
+    let mut start = vec![0u32; n + 1];
+    // Room for every edge, touched only as far as the gates' take.
+    let mut targets: Vec<Node> = Vec::with_capacity(edges.len());
+    let mut last = fg;
+    for &(u, v) in edges {
+        if v < fg {
+            continue;
+        }
+        if v < last {
+            return None;
+        }
+        last = v;
+        start[v as usize + 1] += 1;
+        targets.push(u);
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    Some(Rows { start, targets })
 }
 
 pub(crate) enum Reach {
@@ -426,5 +456,38 @@ mod tests {
             !s.reaches(&csr, None, 0, 1),
             "answers past the budget are not to be used"
         );
+    }
+
+    /// Edges into gates given gate after gate (with edges between other nodes among them) give
+    /// the rows counting and scattering gives; given out of gate order, none.
+    #[test]
+    fn gate_rows_gathered_in_order_are_the_scattered_ones() {
+        let mut rng = super::super::test_rng::Rng(5);
+        let (n, fg) = (60usize, 40 as Node);
+        let mut edges = Vec::new();
+        for g in fg..n as Node {
+            for _ in 0..rng.below(5) {
+                if rng.below(3) == 0 {
+                    edges.push((rng.below(40) as Node, rng.below(40) as Node));
+                }
+                edges.push((rng.below(40) as Node, g));
+            }
+        }
+        let scattered = |edges: &[(Node, Node)]| {
+            NodeRows::build_from(n, || {
+                edges
+                    .iter()
+                    .filter(|&&(_, v)| v >= fg)
+                    .map(|&(u, v)| (v, u))
+            })
+        };
+        let want = scattered(&edges);
+        assert!(want.targets.len() > 40);
+        let got = preds_in_order(n, fg, &edges).expect("in gate order");
+        assert_eq!((got.start, got.targets), (want.start, want.targets));
+        // A decided edge into an earlier gate, appended as pruning does.
+        edges.push((3, fg + 1));
+        assert!(preds_in_order(n, fg, &edges).is_none());
+        assert!(scattered(&edges).succ(fg + 1).contains(&3));
     }
 }
