@@ -78,25 +78,28 @@ pub(super) fn prune(
         let preds_kept = matches!(&preds_at, Some((_, m, n))
             if *n == b.num_nodes && b.edges[*m..].iter().all(|&(_, v)| v < b.first_gate));
         let bref: &Built = b;
-        let ((csr, more), fresh_preds) = rayon::join(
-            || match csr_at.take() {
-                Some((c, m)) if extend && c.start.len() == bref.num_nodes + 1 => {
-                    let more = NodeRows::build(bref.num_nodes, &bref.edges[m..], false);
-                    (c, Some((more, m)))
+        let (csr, more) = match csr_at.take() {
+            Some((c, m)) if extend && c.start.len() == bref.num_nodes + 1 => {
+                let more = NodeRows::build(bref.num_nodes, &bref.edges[m..], false);
+                (c, Some((more, m)))
+            }
+            _ => (NodeRows::build(bref.num_nodes, &bref.edges, false), None),
+        };
+        let added = more.as_ref().map(|m| &m.0);
+        let kept_order = order_at.take().filter(|_| ordered);
+        // The order is one thread's work, and so are the gates' predecessors: side by side
+        // (beside the rows, which take every core, the predecessors held one of them back).
+        let (order, fresh_preds) = rayon::join(
+            || match kept_order {
+                Some(o) => Ok(o),
+                None if bref.order_time.is_empty() => {
+                    graph::topo_order_with(bref.num_nodes, &csr, added)
                 }
-                _ => (NodeRows::build(bref.num_nodes, &bref.edges, false), None),
+                None => graph::topo_order_timed(bref.num_nodes, &csr, added, &bref.order_time),
             },
             || (opts.prune && !done && !preds_kept).then(|| gate_preds(bref)),
         );
-        let added = more.as_ref().map(|m| &m.0);
-        let order = match order_at.take() {
-            Some(o) if ordered => o,
-            _ if b.order_time.is_empty() => {
-                graph::topo_order_with(b.num_nodes, &csr, added).map_err(|_| Pruned::Cycle)?
-            }
-            _ => graph::topo_order_timed(b.num_nodes, &csr, added, &b.order_time)
-                .map_err(|_| Pruned::Cycle)?,
-        };
+        let order = order.map_err(|_| Pruned::Cycle)?;
         acyclic_at = (b.edges.len(), b.num_nodes);
         if !opts.prune {
             b.pair_chains(|_, _| false, None, opts.skip_unobserved, NO_REACH);
