@@ -22,8 +22,9 @@ fn labelled(b: &Built, ids: &[u32]) -> Vec<(Node, Node, Label)> {
 /// What each edge costs a certificate's cycle: its kind, and whether it is on the collector's
 /// fence key (avoided first, so a cycle through the workload's keys is shown when one exists).
 /// Packed in a byte an edge, made once: a search looks it up for every edge it relaxes, and
-/// the labels themselves are twelve bytes each (on a read-heavy graph of 1.6 million edges,
-/// the lookups into them were a third of the search).
+/// a label is found by a binary search over the labels' runs (held per edge, twelve bytes
+/// each, their lookups were already a third of the search on a read-heavy graph of 1.6
+/// million edges).
 fn edge_cost(labels: &Labels, fence: Option<u32>) -> impl Fn(u32) -> (graph::Cost, bool) {
     const AVOID: u8 = 4;
     let packed: Vec<u8> = labels
