@@ -309,7 +309,8 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
             .args(run_args(&sqlite, &stream.url, &dir.join(format!("h{k}"))))
             .args(["--workload", "blindw-rw", "--clients", "2", "--txns", txns])
             .args(["--no-setup", "--first-client", &(2 * k).to_string()])
-            .stderr(Stdio::null())
+            // To a file, not a pipe: nobody reads the lost host's, and a full pipe would stall it.
+            .stderr(std::fs::File::create(dir.join(format!("h{k}.err"))).unwrap())
             .spawn()
             .unwrap()
     };
@@ -318,7 +319,13 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
     let mut lost = host(1, "1000000");
     std::thread::sleep(Duration::from_millis(800));
     stop(&mut lost, libc::SIGKILL);
-    wait_ok(survivor, "the surviving host");
+    let mut survivor = survivor;
+    let status = survivor.wait().unwrap();
+    assert!(
+        status.success(),
+        "the surviving host: {status}: {}",
+        std::fs::read_to_string(dir.join("h0.err")).unwrap_or_default()
+    );
     let (code, lines, err) = watched(watch);
     assert_eq!(code, Some(0), "{lines:?}{err}");
     let lost_at: Vec<usize> = (0..lines.len())

@@ -1,5 +1,6 @@
 //! SQLite through `rusqlite` (bundled): the embedded default. SQLite's transactions are
-//! serializable; SQLITE_BUSY and SQLITE_LOCKED (a writer in the way) abort the transaction.
+//! serializable; SQLITE_BUSY and SQLITE_LOCKED (a writer in the way) and SQLITE_PROTOCOL (a lock
+//! race lost for seconds) abort the transaction.
 
 use crate::store::{Backend, Isolation, Promise, Promised, Store, StoreError, BUSY_TIMEOUT};
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
@@ -18,13 +19,16 @@ impl Sqlite {
         }
         Ok(Sqlite { path })
     }
+    /// A connection in WAL mode. Setting the mode reads the database, which a writer on a
+    /// loaded machine can hold past the busy timeout: that is a connection to try again
+    /// (`Lost`, which sessions retry with backoff), not a failed run.
     fn open(&self) -> Result<Connection, StoreError> {
         let c = Connection::open(&self.path).map_err(fatal)?;
         c.busy_timeout(BUSY_TIMEOUT).map_err(fatal)?;
         c.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fatal)?;
+            .map_err(retry_or_fatal)?;
         c.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fatal)?;
+            .map_err(retry_or_fatal)?;
         Ok(c)
     }
 }
@@ -33,11 +37,20 @@ fn fatal(e: rusqlite::Error) -> StoreError {
     StoreError::Fatal(format!("sqlite: {e}"))
 }
 
+fn retry_or_fatal(e: rusqlite::Error) -> StoreError {
+    match classify(e) {
+        StoreError::Abort(e) => StoreError::Lost(e),
+        other => other,
+    }
+}
+
+/// SQLITE_PROTOCOL is a WAL lock race lost dozens of times over seconds (a loaded machine), and
+/// SQLite returns it only when starting a transaction, so nothing of it was done: an abort.
 fn classify(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
-            StoreError::Abort(format!("sqlite: {e}"))
-        }
+        Some(ErrorCode::DatabaseBusy)
+        | Some(ErrorCode::DatabaseLocked)
+        | Some(ErrorCode::FileLockingProtocolFailed) => StoreError::Abort(format!("sqlite: {e}")),
         _ => fatal(e),
     }
 }

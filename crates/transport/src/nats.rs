@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 /// How long a record is remembered for dropping a republished copy.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
-/// How long a publish keeps retrying while the server is unreachable.
+/// How long publishing keeps retrying while the server is unreachable, and opening while it
+/// is slow to answer.
 const RETRY_FOR: Duration = Duration::from_secs(60);
 
 /// A stream on a NATS server, from `nats://HOST[:PORT]/STREAM`.
@@ -101,44 +102,83 @@ impl std::fmt::Debug for Connection {
     }
 }
 
+/// How one try at opening a connection failed: a timeout is worth another try.
+enum Attempt {
+    TimedOut(TransportError),
+    Failed(TransportError),
+}
+
+impl Attempt {
+    fn of(timed_out: bool, e: TransportError) -> Attempt {
+        if timed_out {
+            Attempt::TimedOut(e)
+        } else {
+            Attempt::Failed(e)
+        }
+    }
+}
+
 impl Connection {
     /// Connects to the server and makes sure the stream exists (created, file-backed, with
-    /// the subjects `STREAM.>`, if it does not).
+    /// the subjects `STREAM.>`, if it does not). A server that is there but slow to answer (a
+    /// connect or JetStream request timing out, as under load) is asked again for
+    /// `RETRY_FOR`, as publishing does; anything else (refused, no JetStream) fails at once.
     pub fn open(target: &Target) -> Result<Arc<Connection>, TransportError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| unavailable(target, "starting the client", e))?;
-        let js = rt.block_on(async {
-            let client = async_nats::ConnectOptions::new()
-                .connection_timeout(Duration::from_secs(5))
-                .connect(target.server.as_str())
-                .await
-                .map_err(|e| unavailable(target, "connecting", e))?;
-            let js = jetstream::new(client);
-            js.get_or_create_stream(stream::Config {
-                name: target.stream.clone(),
-                subjects: vec![format!("{}.>", target.stream)],
-                storage: stream::StorageType::File,
-                duplicate_window: DUPLICATE_WINDOW,
-                ..Default::default()
-            })
+        let t0 = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match rt.block_on(Self::attempt(target)) {
+                Ok(js) => {
+                    return Ok(Arc::new(Connection {
+                        target: target.clone(),
+                        rt,
+                        js,
+                    }))
+                }
+                Err(Attempt::TimedOut(_)) if t0.elapsed() < RETRY_FOR => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(Attempt::TimedOut(e) | Attempt::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    async fn attempt(target: &Target) -> Result<jetstream::Context, Attempt> {
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(5))
+            .connect(target.server.as_str())
             .await
             .map_err(|e| {
+                let timed_out = e.kind() == async_nats::ConnectErrorKind::TimedOut;
+                Attempt::of(timed_out, unavailable(target, "connecting", e))
+            })?;
+        let js = jetstream::new(client);
+        js.get_or_create_stream(stream::Config {
+            name: target.stream.clone(),
+            subjects: vec![format!("{}.>", target.stream)],
+            storage: stream::StorageType::File,
+            duplicate_window: DUPLICATE_WINDOW,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            let timed_out = e.kind() == jetstream::context::CreateStreamErrorKind::TimedOut;
+            Attempt::of(
+                timed_out,
                 unavailable(
                     target,
                     "creating the stream (is JetStream enabled, nats-server -js?)",
                     e,
-                )
-            })?;
-            Ok::<_, TransportError>(js)
+                ),
+            )
         })?;
-        Ok(Arc::new(Connection {
-            target: target.clone(),
-            rt,
-            js,
-        }))
+        Ok(js)
     }
 
     /// A sink for session `name`'s records.
@@ -366,5 +406,24 @@ mod tests {
         assert_eq!(session_token("c1"), "s-c1");
         assert_eq!(session_token("a.b"), "h-612e62");
         assert_ne!(session_token("h-612e62"), session_token("a.b"));
+    }
+
+    /// A refused connection is no slow server: it is said at once, naming the address, rather
+    /// than retried as a timeout is.
+    #[test]
+    fn nothing_listening_is_an_error_naming_the_server() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("nats://127.0.0.1:{port}/S");
+        match Connection::open(&Target::parse(&url).unwrap()) {
+            Err(TransportError::Unavailable(e)) => {
+                assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
+                assert!(e.contains("connecting"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
