@@ -315,11 +315,10 @@ fn a_host_lost_for_good_times_out_and_collection_goes_on() {
             .unwrap()
     };
     // Long enough to go on well past the lost host's timeout, on a loaded machine too.
-    let survivor = host(0, "20000");
+    let mut survivor = host(0, "20000");
     let mut lost = host(1, "1000000");
     std::thread::sleep(Duration::from_millis(800));
     stop(&mut lost, libc::SIGKILL);
-    let mut survivor = survivor;
     let status = survivor.wait().unwrap();
     assert!(
         status.success(),

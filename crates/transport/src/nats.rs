@@ -102,18 +102,18 @@ impl std::fmt::Debug for Connection {
     }
 }
 
-/// How one try at opening a connection failed: a timeout is worth another try.
-enum Attempt {
-    TimedOut(TransportError),
-    Failed(TransportError),
-}
-
-impl Attempt {
-    fn of(timed_out: bool, e: TransportError) -> Attempt {
-        if timed_out {
-            Attempt::TimedOut(e)
-        } else {
-            Attempt::Failed(e)
+/// Calls `f` until it succeeds, fails in a way `again` says is not worth another try, or has
+/// failed for `RETRY_FOR`, pausing between tries (from 20 ms, doubling, up to 1 s).
+fn retrying<T, E>(mut f: impl FnMut() -> Result<T, E>, again: impl Fn(&E) -> bool) -> Result<T, E> {
+    let t0 = Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match f() {
+            Err(e) if again(&e) && t0.elapsed() < RETRY_FOR => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            r => return r,
         }
     }
 }
@@ -129,34 +129,28 @@ impl Connection {
             .enable_all()
             .build()
             .map_err(|e| unavailable(target, "starting the client", e))?;
-        let t0 = Instant::now();
-        let mut pause = Duration::from_millis(50);
-        loop {
-            match rt.block_on(Self::attempt(target)) {
-                Ok(js) => {
-                    return Ok(Arc::new(Connection {
-                        target: target.clone(),
-                        rt,
-                        js,
-                    }))
-                }
-                Err(Attempt::TimedOut(_)) if t0.elapsed() < RETRY_FOR => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                Err(Attempt::TimedOut(e) | Attempt::Failed(e)) => return Err(e),
-            }
-        }
+        // Only a timeout is worth another try.
+        let js = retrying(
+            || rt.block_on(Self::attempt(target)),
+            |(timed_out, _)| *timed_out,
+        )
+        .map_err(|(_, e)| e)?;
+        Ok(Arc::new(Connection {
+            target: target.clone(),
+            rt,
+            js,
+        }))
     }
 
-    async fn attempt(target: &Target) -> Result<jetstream::Context, Attempt> {
+    /// One try at [`Connection::open`]; the error says whether it timed out.
+    async fn attempt(target: &Target) -> Result<jetstream::Context, (bool, TransportError)> {
         let client = async_nats::ConnectOptions::new()
             .connection_timeout(Duration::from_secs(5))
             .connect(target.server.as_str())
             .await
             .map_err(|e| {
                 let timed_out = e.kind() == async_nats::ConnectErrorKind::TimedOut;
-                Attempt::of(timed_out, unavailable(target, "connecting", e))
+                (timed_out, unavailable(target, "connecting", e))
             })?;
         let js = jetstream::new(client);
         js.get_or_create_stream(stream::Config {
@@ -169,7 +163,7 @@ impl Connection {
         .await
         .map_err(|e| {
             let timed_out = e.kind() == jetstream::context::CreateStreamErrorKind::TimedOut;
-            Attempt::of(
+            (
                 timed_out,
                 unavailable(
                     target,
@@ -256,34 +250,28 @@ impl Sink for NatsSink {
         };
         let id = format!("{}.{n}.{k}", self.token);
         let c = &self.conn;
-        let t0 = Instant::now();
-        let mut pause = Duration::from_millis(20);
-        loop {
-            let msg = jetstream::message::PublishMessage::build()
-                .payload(record.to_string().into())
-                .message_id(&id);
-            let r = c.rt.block_on(async {
-                let ack = c.js.send_publish(self.subject.clone(), msg).await?;
-                ack.await.map_err(async_nats::Error::from)
-            });
-            match r {
-                Ok(_) => return Ok(()),
-                // Unreachable or restarting: the same id again, so a copy the server did
-                // store before the acknowledgement was lost is dropped.
-                Err(e) if t0.elapsed() < RETRY_FOR => {
-                    let _ = e;
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                Err(e) => {
-                    return Err(unavailable(
-                        &c.target,
-                        &format!("publishing {id} (retried for {} s)", RETRY_FOR.as_secs()),
-                        e,
-                    ))
-                }
-            }
-        }
+        // Unreachable or restarting: the same id again, so a copy the server did store before
+        // the acknowledgement was lost is dropped.
+        retrying(
+            || {
+                let msg = jetstream::message::PublishMessage::build()
+                    .payload(record.to_string().into())
+                    .message_id(&id);
+                c.rt.block_on(async {
+                    let ack = c.js.send_publish(self.subject.clone(), msg).await?;
+                    ack.await.map_err(async_nats::Error::from)
+                })
+            },
+            |_| true,
+        )
+        .map(|_| ())
+        .map_err(|e| {
+            unavailable(
+                &c.target,
+                &format!("publishing {id} (retried for {} s)", RETRY_FOR.as_secs()),
+                e,
+            )
+        })
     }
 }
 
