@@ -172,7 +172,8 @@ fn run_once(
         }
         None => Cow::Borrowed(opts),
     };
-    // Cobra's claims are checked where graph building looks up each read's writer.
+    // Cobra's claims are checked where graph building looks up each read's writer, unless
+    // loading checked them.
     let mut r = krait_history::resolve_unchecked(h);
     let mut timings = Timings {
         resolve: t0.elapsed(),
