@@ -172,8 +172,7 @@ fn run_once(
         }
         None => Cow::Borrowed(opts),
     };
-    // Cobra's claims are checked where graph building looks up each read's writer, unless
-    // loading checked them.
+    // Cobra's claims are checked where graph building looks up each read's writer.
     let mut r = krait_history::resolve_unchecked(h);
     let mut timings = Timings {
         resolve: t0.elapsed(),

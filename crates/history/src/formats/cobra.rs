@@ -72,16 +72,6 @@ fn be(b: &[u8], at: usize) -> u64 {
 /// Bytes of an `R` record.
 const READ_LEN: usize = 33;
 
-/// How many records on [`Decoder::reads`] shows a read ahead: at 80k read-heavy transactions,
-/// asking for its write 16 reads ahead decoded in about 15 % less time than asking for none,
-/// and 64 did no better (medians of 6 alternating runs).
-const READS_AHEAD: usize = 16;
-
-/// How many bytes on [`Decoder::reads`] asks for the log itself: 2 KB ahead decoded the 80k
-/// read-heavy logs about 8 % faster than leaving it to the processor (medians of 10
-/// alternating runs).
-const BYTES_AHEAD: usize = 2048;
-
 /// Bytes of the record with opcode `op` (`S` and `C` carry a timestamp more in the stamped
 /// variant); `None` where `op` is none.
 #[inline]
@@ -191,45 +181,30 @@ impl<'a> Decoder<'a> {
     /// bytes, and moves past them; anything else is left to [`Self::next_record`], which
     /// reads these the same way. Most of a read-heavy log is such runs: read here by fixed
     /// offsets, they take a third of the instructions each that going through a [`Record`]
-    /// and its checks did. With each, `f` is given the (key hash, write id) of the `R` record
-    /// [`READS_AHEAD`] records on, where there is one, to ask for what its lookup will need.
+    /// and its checks did.
     #[inline(always)]
-    pub fn reads(&mut self, mut f: impl FnMut(&CobraOp, Option<(u64, u64)>)) {
+    pub fn reads(&mut self, mut f: impl FnMut(&CobraOp)) {
         if self.open.is_none() || self.cut.is_some() {
             return;
         }
         let b = self.bytes;
         let mut i = self.pos;
-        let field =
-            |r: &[u8], at: usize| u64::from_be_bytes(r[at..at + 8].try_into().expect("8 bytes"));
         while let Some(r) = b.get(i..i + READ_LEN) {
             let r: &[u8; READ_LEN] = r.try_into().expect("a whole record");
             if r[0] != b'R' {
                 break;
             }
-            // The log's bytes some way on are asked for too: the lookahead's fields come from
-            // there, and a log read twice (`cobra_writes`) is no longer in cache.
-            if let Some(x) = b.get(i + BYTES_AHEAD) {
-                crate::prefetch(x);
-            }
-            let a = i + READS_AHEAD * READ_LEN;
-            let later = b
-                .get(a..a + READ_LEN)
-                .filter(|l| l[0] == b'R')
-                .map(|l| (field(l, 17), field(l, 9)));
-            let wid = field(r, 9);
+            let field = |at: usize| u64::from_be_bytes(r[at..at + 8].try_into().expect("8 bytes"));
+            let wid = field(9);
             let init = wid == INIT_WRITE_ID || wid == NULL_WRITE_ID;
-            f(
-                &CobraOp {
-                    at: self.base + i as u64,
-                    kind: if init { OpKind::ReadInit } else { OpKind::Read },
-                    key_hash: field(r, 17),
-                    wid,
-                    value_hash: field(r, 25),
-                    writer: field(r, 1),
-                },
-                later,
-            );
+            f(&CobraOp {
+                at: self.base + i as u64,
+                kind: if init { OpKind::ReadInit } else { OpKind::Read },
+                key_hash: field(17),
+                wid,
+                value_hash: field(25),
+                writer: field(1),
+            });
             i += READ_LEN;
         }
         self.pos = i;

@@ -1,8 +1,8 @@
 //! Cobra logs decoded on every core against the same logs decoded one after another into the
 //! history: on random directories, many of them broken (a cut file, a bad opcode, a commit of
 //! the wrong transaction, a transaction id or write id used twice), both must give the same
-//! history, the same resolution, the same warnings and the same first error. Each history's
-//! claims, compacted, must read back the same and resolve to the same problems.
+//! history, the same warnings and the same first error. Each history's claims, compacted,
+//! must read back the same and resolve to the same problems.
 
 use super::cobra_part::read_all;
 use crate::error::Warning;
@@ -104,13 +104,6 @@ fn outcome(dir: &Path, files: &[(u64, PathBuf)], bytes: u64, ts: Option<bool>) -
         return format!("repeated write id: op {later} after {earlier}");
     }
     let h: History = b.finish();
-    // The first resolution takes what loading resolved, where it did (on every core); a second
-    // one resolves afresh, through the history's index, and must find the same.
-    let r = resolve(&h);
-    let again = resolve(&h);
-    assert_eq!(r.read_from, again.read_from, "{}", dir.display());
-    assert_eq!(r.problems, again.problems, "{}", dir.display());
-    assert!(r.claims_checked && r.ambiguous.is_empty());
     let claims = |h: &History| -> Vec<(u64, u64)> {
         let c = h.cobra.as_ref().unwrap();
         (0..h.num_ops()).map(|o| c.get(h, o)).collect()
@@ -135,7 +128,7 @@ fn outcome(dir: &Path, files: &[(u64, PathBuf)], bytes: u64, ts: Option<bool>) -
     let mut dups: Vec<_> = h.dup_writes.iter().collect();
     dups.sort();
     format!(
-        "{:?}\n{:?} {:?} {:?} {:?} {:?} {:?} {:?}\n{:?} {:?} {:?}\n{:?} {:?}\n{index:?}\n{dups:?}\n{warnings:?}\n{:?}\n{:?}\n{}",
+        "{:?}\n{:?} {:?} {:?} {:?} {:?} {:?} {:?}\n{:?} {:?} {:?}\n{:?} {:?}\n{index:?}\n{dups:?}\n{warnings:?}\n{:?}\n{}",
         h.session_names,
         h.session_txns,
         h.txn_ext,
@@ -149,8 +142,7 @@ fn outcome(dir: &Path, files: &[(u64, PathBuf)], bytes: u64, ts: Option<bool>) -
         h.op_value,
         claims(&h),
         h.keys,
-        r.problems,
-        r.read_from,
+        resolve(&h).problems,
         dir.display()
     )
 }

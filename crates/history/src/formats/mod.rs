@@ -10,7 +10,6 @@ mod cobra_part;
 #[cfg(test)]
 mod cobra_tests;
 pub(crate) mod cobra_write;
-mod cobra_writes;
 pub(crate) mod dbcop_bincode;
 pub(crate) mod dbcop_json;
 pub(crate) mod edn;

@@ -2,16 +2,15 @@
 //! writer transaction it names. Kept so that a read whose claims do not match the write it
 //! names can be rejected, and so that a history converts back to the same logs.
 //!
-//! Compacted, they are the value hash of each write, and the claims of only those reads that
-//! say something their key and value do not — a read whose writer and hash are those of the
-//! first write of its key and value is left out, since the history gives them back (80k
-//! read-heavy transactions: 200 MB less). Logs decoded on every core give them so
-//! ([`CobraClaims::compacted`]), having checked each read at its write; logs read one after
-//! another, and histories built op by op, hold two words an operation, compacted once the
-//! write index is built where the history is very large ([`CobraClaims::compact`], from
-//! [`COMPACT_FROM`] operations on). What is read back is the same, and so is every verdict.
+//! Loaded, they are two words an operation. A very large history has them compacted once its
+//! write index is built ([`CobraClaims::compact`], from [`COMPACT_FROM`] operations on): the value hash of each write, and the
+//! claims of only those reads that say something their key and value do not — a read whose
+//! writer and hash are those of the first write of its key and value is left out, since the
+//! history gives them back. On a million transactions of twenty operations that is 320 MB
+//! less; what is read back is the same, and so is every verdict.
 
 use super::{History, OpId, OpKind};
+use crate::fxhash::FxHashMap;
 use rayon::prelude::*;
 
 /// From this many operations on (about three million transactions of twenty operations),
@@ -36,19 +35,11 @@ struct Compact {
     /// Per 64 operations: the writes before them, and which of them are writes.
     base: Vec<u32>,
     bits: Vec<u64>,
-    /// Reads whose claims are not those of the first write of their key and value, in op
-    /// order.
-    reads: Vec<(OpId, (u64, u64))>,
+    /// Reads whose claims are not those of the first write of their key and value.
+    reads: FxHashMap<OpId, (u64, u64)>,
 }
 
 impl Compact {
-    /// The claims kept for read `o`, if they were.
-    #[inline]
-    fn read(&self, o: usize) -> Option<(u64, u64)> {
-        let i = self.reads.partition_point(|r| (r.0 as usize) < o);
-        self.reads.get(i).filter(|r| r.0 as usize == o).map(|r| r.1)
-    }
-
     #[inline]
     fn write_hash(&self, o: usize) -> u64 {
         let (b, i) = (o / 64, o % 64);
@@ -66,6 +57,12 @@ impl CobraClaims {
         debug_assert!(self.compact.is_none());
         self.value_hash.push(value_hash);
         self.read_writer.push(read_writer);
+    }
+    /// Every operation's claims at once (none held before).
+    pub(crate) fn set(&mut self, value_hash: Vec<u64>, read_writer: Vec<u64>) {
+        debug_assert!(self.value_hash.is_empty() && self.compact.is_none());
+        self.value_hash = value_hash;
+        self.read_writer = read_writer;
     }
     pub(crate) fn truncate(&mut self, n: usize) {
         debug_assert!(self.compact.is_none());
@@ -89,7 +86,7 @@ impl CobraClaims {
         if h.op_kind[o] == OpKind::Write {
             return (c.write_hash(o), 0);
         }
-        if let Some(claims) = c.read(o) {
+        if let Some(&claims) = c.reads.get(&(o as OpId)) {
             return claims;
         }
         // Left out: those of the first write of its key and value.
@@ -114,7 +111,7 @@ impl CobraClaims {
     pub fn read_claims_kept(&self, o: usize) -> Option<(u64, u64)> {
         match &self.compact {
             None => Some((self.value_hash[o], self.read_writer[o])),
-            Some(c) => c.read(o),
+            Some(c) => c.reads.get(&(o as OpId)).copied(),
         }
     }
 
@@ -125,7 +122,7 @@ impl CobraClaims {
             c.write_hash.capacity() * 8
                 + c.base.capacity() * 4
                 + c.bits.capacity() * 8
-                + c.reads.capacity() * std::mem::size_of::<(OpId, (u64, u64))>()
+                + c.reads.capacity() * (4 + 16 + 1)
         })
     }
 
@@ -139,9 +136,18 @@ impl CobraClaims {
             return;
         }
         let n = h.num_ops();
-        let writes = (0..n)
-            .filter(|&o| h.op_kind[o] == OpKind::Write)
-            .map(|o| (o as OpId, claims.value_hash[o]));
+        let (mut base, mut bits) = (Vec::with_capacity(n / 64 + 1), vec![0u64; n / 64 + 1]);
+        let mut write_hash = Vec::new();
+        for b in 0..n.div_ceil(64) {
+            base.push(write_hash.len() as u32);
+            for o in b * 64..((b + 1) * 64).min(n) {
+                if h.op_kind[o] == OpKind::Write {
+                    bits[b] |= 1 << (o % 64);
+                    write_hash.push(claims.value_hash[o]);
+                }
+            }
+        }
+        base.push(write_hash.len() as u32);
         // A read is left out when its writer and hash are those the first write of its key and
         // value gives back (`get`); every other read keeps its claims.
         let hv = &*h;
@@ -167,41 +173,16 @@ impl CobraClaims {
                 (!derivable).then_some((o as OpId, mine))
             })
             .collect();
-        let compacted = Self::compacted(n, writes, kept);
-        h.cobra = Some(compacted);
-    }
-
-    /// Compacted claims of a history of `n` operations: each write's value hash (`writes`,
-    /// every write in op order) and the claims of the reads `reads` (in op order) keeps; the
-    /// claims of every other read are those of the first write of its key and value.
-    pub(crate) fn compacted(
-        n: usize,
-        writes: impl Iterator<Item = (OpId, u64)>,
-        reads: Vec<(OpId, (u64, u64))>,
-    ) -> CobraClaims {
-        debug_assert!(reads.windows(2).all(|w| w[0].0 < w[1].0));
-        let mut bits = vec![0u64; n / 64 + 1];
-        let mut write_hash = Vec::new();
-        for (o, hash) in writes {
-            bits[o as usize / 64] |= 1 << (o % 64);
-            write_hash.push(hash);
-        }
-        let mut base = Vec::with_capacity(bits.len() + 1);
-        let mut before = 0u32;
-        for b in &bits {
-            base.push(before);
-            before += b.count_ones();
-        }
-        base.push(before);
-        CobraClaims {
+        drop(claims);
+        h.cobra = Some(CobraClaims {
             value_hash: Vec::new(),
             read_writer: Vec::new(),
             compact: Some(Compact {
                 write_hash,
                 base,
                 bits,
-                reads,
+                reads: kept.into_iter().collect(),
             }),
-        }
+        });
     }
 }

@@ -38,7 +38,11 @@ impl FirstWrites {
     }
 
     /// The table of `h`'s first writes (those of its index), on every core: each write's entry
-    /// and home slot are found in parallel, then [`fill_by_home`] places them.
+    /// and home slot are found, the entries sorted by home slot, and the table cut into regions,
+    /// each filled by one task from its run of entries in that order (walking its region once,
+    /// forward). An entry whose probe would run past its region's end goes in after all of them,
+    /// from its home on: linear probing finds an entry whatever the order of insertion, as none
+    /// is ever removed.
     pub(crate) fn of(h: &History) -> FirstWrites {
         use rayon::prelude::*;
         let n = h.write_index.len();
@@ -49,7 +53,7 @@ impl FirstWrites {
         };
         let ops: Vec<OpId> = h.write_index.ops().collect();
         let tr = &t;
-        let entries: Vec<(u32, Entry)> = ops
+        let mut entries: Vec<(u32, Entry)> = ops
             .par_iter()
             .with_min_len(1 << 12)
             .map(|&o| {
@@ -58,7 +62,40 @@ impl FirstWrites {
                 (tr.home(k, v) as u32, e)
             })
             .collect();
-        fill_by_home(&mut t.slots, entries);
+        entries.par_sort_unstable_by_key(|x| x.0);
+        let parts = rayon::current_num_threads() * 4;
+        let per = t.slots.len().div_ceil(parts).max(1);
+        let late: Vec<(u32, Entry)> = t
+            .slots
+            .par_chunks_mut(per)
+            .enumerate()
+            .flat_map_iter(|(i, region)| {
+                let lo = i * per;
+                let from = entries.partition_point(|x| (x.0 as usize) < lo);
+                let to = entries.partition_point(|x| (x.0 as usize) < lo + region.len());
+                // Homes ascend, so each probe starts at or past where the last ended.
+                let mut at = 0;
+                let mut late = Vec::new();
+                for &(home, e) in &entries[from..to] {
+                    at = at.max(home as usize - lo);
+                    if at < region.len() {
+                        region[at] = e;
+                        at += 1;
+                    } else {
+                        late.push((home, e));
+                    }
+                }
+                late
+            })
+            .collect();
+        let mask = t.slots.len() - 1;
+        for (home, e) in late {
+            let mut s = home as usize;
+            while t.slots[s] != 0 {
+                s = (s + 1) & mask;
+            }
+            t.slots[s] = e;
+        }
         t
     }
 
@@ -89,53 +126,6 @@ impl FirstWrites {
             }
             s = (s + 1) & mask;
         }
-    }
-}
-
-/// Puts each `(home, entry)` into `slots`, an open-addressing table with linear probing whose
-/// empty slots are all-zero (no entry is), on every core: the entries sorted by home slot, and
-/// the table cut into regions, each filled by one task from its run of entries in that order
-/// (walking its region once, forward). An entry whose probe would run past its region's end goes
-/// in after all of them, from its home on: linear probing finds an entry whatever the order of
-/// insertion, as none is ever removed. At most half full, the table always has room.
-pub(crate) fn fill_by_home<E>(slots: &mut [E], mut entries: Vec<(u32, E)>)
-where
-    E: Copy + Default + PartialEq + Send + Sync,
-{
-    use rayon::prelude::*;
-    entries.par_sort_unstable_by_key(|x| x.0);
-    let parts = rayon::current_num_threads() * 4;
-    let per = slots.len().div_ceil(parts).max(1);
-    let empty = E::default();
-    let late: Vec<(u32, E)> = slots
-        .par_chunks_mut(per)
-        .enumerate()
-        .flat_map_iter(|(i, region)| {
-            let lo = i * per;
-            let from = entries.partition_point(|x| (x.0 as usize) < lo);
-            let to = entries.partition_point(|x| (x.0 as usize) < lo + region.len());
-            // Homes ascend, so each probe starts at or past where the last ended.
-            let mut at = 0;
-            let mut late = Vec::new();
-            for &(home, e) in &entries[from..to] {
-                at = at.max(home as usize - lo);
-                if at < region.len() {
-                    region[at] = e;
-                    at += 1;
-                } else {
-                    late.push((home, e));
-                }
-            }
-            late
-        })
-        .collect();
-    let mask = slots.len() - 1;
-    for (home, e) in late {
-        let mut s = home as usize;
-        while slots[s] != empty {
-            s = (s + 1) & mask;
-        }
-        slots[s] = e;
     }
 }
 

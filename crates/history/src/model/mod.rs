@@ -6,7 +6,7 @@
 
 mod builder;
 mod claims;
-pub(crate) mod first_writes;
+mod first_writes;
 pub(crate) mod resolve;
 mod simple;
 mod stream;
@@ -148,8 +148,6 @@ pub struct History {
     pub fence_key: Option<KeyId>,
     /// Cobra's claims, for a history read from Cobra logs.
     pub cobra: Option<CobraClaims>,
-    /// What loading resolved already, for the first resolution to take.
-    pub(crate) resolved_at_load: resolve::ResolvedAtLoad,
 
     /// (key, value) of every write → its (first) operation; built while loading and reused to
     /// resolve reads.

@@ -54,10 +54,9 @@ pub struct Resolution {
     pub ambiguous: Vec<(OpId, u32, u32)>,
     /// The candidate lists of `ambiguous`, one after another.
     pub cand_ops: Vec<OpId>,
-    /// Whether `problems` holds every read's claim problem. False from [`resolve_unchecked`]
-    /// where loading did not check them: its caller checks the claims where it looks up each
-    /// read's writer anyway ([`claim_problem`]), and [`claim_problems`] finds them all where it
-    /// needs them.
+    /// Whether `problems` holds every read's claim problem. False from [`resolve_unchecked`]:
+    /// its caller checks the claims where it looks up each read's writer anyway
+    /// ([`claim_problem`]), and [`claim_problems`] finds them all where it needs them.
     pub claims_checked: bool,
 }
 
@@ -145,69 +144,20 @@ fn lookups(h: &History, table: Option<&FirstWrites>) -> Vec<OpId> {
     out
 }
 
-/// What loading resolved already: every op's `read_from` and the claim problems, in op order.
-type Resolved = (Vec<OpId>, Vec<(OpId, ReadProblem)>);
-
-/// What loading resolved already, where it did (Cobra logs decoded on every core look each
-/// read's write up as they decode it, and check its claims there): handed to the first
-/// resolution of the history, which then looks nothing up again. A later resolution, or one of
-/// a clone, resolves afresh, to the same outcome.
-#[derive(Default)]
-pub(crate) struct ResolvedAtLoad(std::sync::Mutex<Option<Resolved>>);
-
-impl ResolvedAtLoad {
-    pub(crate) fn new(read_from: Vec<OpId>, problems: Vec<(OpId, ReadProblem)>) -> Self {
-        ResolvedAtLoad(std::sync::Mutex::new(Some((read_from, problems))))
-    }
-
-    /// What loading resolved, taken (once), where it stands for what resolving `h` gives: a
-    /// history whose values are unique, with no initial value that writes share.
-    fn take(&self, h: &History) -> Option<Resolved> {
-        let r = crate::in_order::lock(&self.0).take()?;
-        let fits = r.0.len() == h.num_ops() && h.dup_writes.is_empty() && h.init_value.is_none();
-        fits.then_some(r)
-    }
-}
-
-impl Clone for ResolvedAtLoad {
-    fn clone(&self) -> Self {
-        ResolvedAtLoad::default()
-    }
-}
-
-impl std::fmt::Debug for ResolvedAtLoad {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let held = crate::in_order::lock(&self.0).is_some();
-        write!(f, "ResolvedAtLoad({})", if held { "held" } else { "none" })
-    }
-}
-
 /// Resolves every read of `h`.
 pub fn resolve(h: &History) -> Resolution {
     let mut r = resolve_unchecked(h);
-    if !r.claims_checked {
-        r.problems = claim_problems(h, &r.op_txn, &r.read_from);
-        r.claims_checked = true;
-    }
+    r.problems = claim_problems(h, &r.op_txn, &r.read_from);
+    r.claims_checked = true;
     r
 }
 
 /// [`resolve`] without the pass that checks Cobra's claims: `problems` is left empty and
-/// `claims_checked` false, unless loading checked them. A pass of its own, it looks up every
-/// read's writer's transaction and value hash again (a tenth of a read-heavy check); a caller
-/// that looks up each read's writer anyway checks them there.
+/// `claims_checked` false. A pass of its own, it looks up every read's writer's transaction and
+/// value hash again (a tenth of a read-heavy check); a caller that looks up each read's writer
+/// anyway checks them there.
 pub fn resolve_unchecked(h: &History) -> Resolution {
     let op_txn = op_txns(h);
-    if let Some((read_from, problems)) = h.resolved_at_load.take(h) {
-        return Resolution {
-            read_from,
-            op_txn,
-            problems,
-            ambiguous: Vec::new(),
-            cand_ops: Vec::new(),
-            claims_checked: true,
-        };
-    }
     // The common case first, in parallel: one lookup per read.
     let table = FirstWrites::worth_it(h).then(|| FirstWrites::of(h));
     let read_from = lookups(h, table.as_ref());
