@@ -58,11 +58,8 @@ fn unpack(p: u64, base: u32) -> ReadFact {
 pub(crate) enum ReadOut<'a> {
     /// A list of its own, sorted with the others' afterwards ([`sort_facts`]).
     List(Vec<ReadFact>),
-    /// Its places in each key block of a [`Layout`], and how many of each are taken.
-    Places {
-        places: Vec<&'a mut [u64]>,
-        fill: Vec<u32>,
-    },
+    /// Its places in each key block of a [`Layout`] not yet taken.
+    Places(Vec<&'a mut [u64]>),
 }
 
 impl ReadOut<'_> {
@@ -70,12 +67,18 @@ impl ReadOut<'_> {
     pub(crate) fn push(&mut self, r: ReadFact) {
         match self {
             ReadOut::List(v) => v.push(r),
-            ReadOut::Places { places, fill } => {
-                let b = (r.0 >> BLOCK_BITS) as usize;
-                // Never past the end: a block's places are its reads, and a fact is stated
-                // for a key the transaction read.
-                places[b][fill[b] as usize] = pack(r);
-                fill[b] += 1;
+            ReadOut::Places(places) => {
+                // The block's room shrinks from the front: one check a fact, where an index
+                // into the room and a count beside it were three (a tenth of the facts pass's
+                // own instructions).
+                let room = &mut places[(r.0 >> BLOCK_BITS) as usize];
+                // Never empty: a block's places are its reads, and a fact is stated for a key
+                // the transaction read.
+                let (first, rest) = std::mem::take(room)
+                    .split_first_mut()
+                    .expect("a place for every read");
+                *first = pack(r);
+                *room = rest;
             }
         }
     }
@@ -84,9 +87,9 @@ impl ReadOut<'_> {
     pub(crate) fn finish(self) -> Vec<ReadFact> {
         match self {
             ReadOut::List(v) => v,
-            ReadOut::Places { places, fill } => {
-                for (p, f) in places.into_iter().zip(fill) {
-                    p[f as usize..].fill(HOLE);
+            ReadOut::Places(places) => {
+                for p in places {
+                    p.fill(HOLE);
                 }
                 Vec::new()
             }
@@ -100,6 +103,9 @@ pub(crate) struct Layout {
     v: Vec<u64>,
     /// Per range, its reads per block.
     counts: Vec<Vec<u32>>,
+    /// Whether each fact is stated once (the per-transaction pass states one per key and
+    /// reader): then sorting has no duplicates to drop.
+    unique: bool,
 }
 
 impl Layout {
@@ -136,6 +142,7 @@ impl Layout {
         (total >= SMALL).then(|| Layout {
             v: vec![0; total],
             counts,
+            unique: true,
         })
     }
 
@@ -155,12 +162,7 @@ impl Layout {
                 rest = r;
             }
         }
-        outs.into_iter()
-            .map(|places| ReadOut::Places {
-                places,
-                fill: vec![0; blocks],
-            })
-            .collect()
+        outs.into_iter().map(ReadOut::Places).collect()
     }
 
     fn ends(&self) -> Vec<u32> {
@@ -181,12 +183,13 @@ impl Layout {
     /// The facts, sorted and without duplicates, once every range's [`ReadOut`] is finished.
     pub(crate) fn sorted(self) -> Vec<ReadFact> {
         let ends = self.ends();
+        let dedup = !self.unique;
         let blocks: Vec<Vec<ReadFact>> = split_blocks(&self.v, &ends)
             .into_par_iter()
             .enumerate()
             .map_init(Scratch::default, |scratch, (b, block)| {
                 let mut out = Vec::new();
-                sort_block(scratch, b, block, &mut out);
+                sort_block(scratch, b, block, &mut out, dedup);
                 out
             })
             .collect();
@@ -199,6 +202,7 @@ impl Layout {
     /// one thread's work).
     pub(crate) fn sorted_in_order(self, mut take: impl FnMut(std::ops::Range<u32>, &[ReadFact])) {
         let ends = self.ends();
+        let dedup = !self.unique;
         let blocks: Vec<(usize, &[u64])> = split_blocks(&self.v, &ends)
             .into_iter()
             .enumerate()
@@ -217,7 +221,7 @@ impl Layout {
                 scratch
                     .facts
                     .reserve_exact(most.saturating_sub(scratch.facts.len()));
-                sort_block(scratch, b, block, out);
+                sort_block(scratch, b, block, out, dedup);
                 let out = std::mem::take(out);
                 (b, out)
             },
@@ -274,9 +278,11 @@ pub(crate) fn sort_facts(
             c
         })
         .collect();
+    // A list read and the read of its last element may state the same fact.
     let mut layout = Layout {
         v: vec![0; total],
         counts,
+        unique: false,
     };
     layout
         .split()
@@ -316,8 +322,15 @@ struct Scratch {
 }
 
 /// The second level: block `b`'s packed facts, in cache, unpacked into `out`, by key (holes
-/// dropped) and each key's facts by writer, without duplicates; `scratch` is room to use.
-fn sort_block(scratch: &mut Scratch, b: usize, block: &[u64], out: &mut Vec<ReadFact>) {
+/// dropped) and each key's facts by writer, without duplicates (dropped where `dedup`; where
+/// not, there are none); `scratch` is room to use.
+fn sort_block(
+    scratch: &mut Scratch,
+    b: usize,
+    block: &[u64],
+    out: &mut Vec<ReadFact>,
+    dedup: bool,
+) {
     out.clear();
     if block.is_empty() {
         return;
@@ -354,8 +367,12 @@ fn sort_block(scratch: &mut Scratch, b: usize, block: &[u64], out: &mut Vec<Read
         by_writer(scratch, &facts[lo..hi], &mut out[lo..hi]);
     }
     scratch.facts = facts;
-    // Duplicates (a list read and the read of its last element) are next to each other.
-    out.dedup();
+    // Duplicates (a list read and the read of its last element) are next to each other. A
+    // pass over every fact to find none was a tenth of sorting's instructions.
+    if dedup {
+        out.dedup();
+    }
+    debug_assert!(out.windows(2).all(|w| w[0] != w[1]), "a duplicate fact");
 }
 
 /// One key's facts (in reader order) into `to`, stably sorted by writer: a counting sort over
@@ -528,6 +545,7 @@ mod tests {
             let mut layout = Layout {
                 v: vec![7; total],
                 counts,
+                unique: false,
             };
             for (mut out, part) in layout.split().into_iter().zip(&p) {
                 for &r in part {
