@@ -11,7 +11,7 @@ use super::{Built, Label, Node, NodeRows, Rows, Target};
 /// a node's row is the minimum of its successors' rows, column by column, so columns do not
 /// depend on one another.
 pub struct ChainReach {
-    /// chain and position of each node; chain u32::MAX for nodes on none.
+    /// chain and position of each node; chain u32::MAX for nodes on no chain.
     chain_of: Vec<(u32, u32)>,
     /// Per chain, its group of columns and its column there.
     col: Vec<(u32, u32)>,
@@ -121,6 +121,20 @@ impl<P: Pos> Columns<P> {
         }
     }
 
+    /// The groups of columns cut at `bounds`, each built on a thread of its own.
+    fn groups<T: Target>(
+        bounds: &[usize],
+        chain_of: &[(u32, u32)],
+        csr: &Rows<T>,
+        order: &[Node],
+    ) -> Vec<Columns<P>> {
+        use rayon::prelude::*;
+        bounds
+            .par_windows(2)
+            .map(|w| Columns::build(w[0] as u32, w[1] - w[0], chain_of, csr, order))
+            .collect()
+    }
+
     #[inline]
     fn first_reached(&self, x: Node, i: u32) -> u32 {
         self.minpos[self.row_of[x as usize] as usize * self.width + i as usize].get()
@@ -172,31 +186,13 @@ impl ChainReach {
         groups: usize,
         narrow: bool,
     ) -> ChainReach {
-        use rayon::prelude::*;
         debug_assert_eq!(chain_of.len(), n);
         let bounds: Vec<usize> = (0..=groups).map(|g| g * nchains / groups).collect();
         let widths: Vec<usize> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
-        let build = |w: &[usize]| (w[0] as u32, w[1] - w[0]);
         let groups = if narrow {
-            Groups::Narrow(
-                bounds
-                    .par_windows(2)
-                    .map(|w| {
-                        let (lo, width) = build(w);
-                        Columns::build(lo, width, &chain_of, csr, order)
-                    })
-                    .collect(),
-            )
+            Groups::Narrow(Columns::groups(&bounds, &chain_of, csr, order))
         } else {
-            Groups::Wide(
-                bounds
-                    .par_windows(2)
-                    .map(|w| {
-                        let (lo, width) = build(w);
-                        Columns::build(lo, width, &chain_of, csr, order)
-                    })
-                    .collect(),
-            )
+            Groups::Wide(Columns::groups(&bounds, &chain_of, csr, order))
         };
         let mut col = Vec::with_capacity(nchains);
         for (g, &width) in widths.iter().enumerate() {
