@@ -48,7 +48,7 @@ pub use cert::{
 };
 pub use graph::EdgeKind;
 pub use krait_solver::Budget;
-pub use options::{Level, Options, SolverKind};
+pub use options::{Defer, Level, Options, SolverKind};
 pub use report::{CheckError, MatchedRead, Report, Verdict};
 pub use stats::{CheckStats, Timings};
 

@@ -15,6 +15,20 @@ pub enum SolverKind {
     BruteForce,
 }
 
+/// When one-shot serializability and snapshot isolation leave resolving each read's writer to
+/// graph building ([`Options::defer_resolution`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Defer {
+    /// Resolve every read in a pass of its own first.
+    Never,
+    /// Where it pays: many reads a write (`krait_history::Writers::worth_it`).
+    #[default]
+    WherePays,
+    /// Wherever it applies, whatever it costs (for tests to take the path on small histories).
+    Always,
+}
+
 /// The isolation level a check decides; `Options::strict` adds real time to either.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -117,6 +131,12 @@ pub struct Options {
     /// history whose start order is a serial order the edges pruning decides then go forward
     /// in it, and the next pass needs no new order. Any order gives the same verdict.
     pub time_order: bool,
+    /// One-shot serializability and snapshot isolation on a history whose reads each have one
+    /// write or none to have observed: resolve each read where graph building looks at it
+    /// anyway, in a table of the writes with their transactions, instead of in a pass of its
+    /// own that stores every read's writer ([`krait_history::resolve_deferred`]); when, says
+    /// [`Defer`]. A certificate resolves them all again; the verdict is the same either way.
+    pub defer_resolution: Defer,
     /// Pruning passes at most (each adds what it decided, so the next may decide more).
     pub prune_rounds: u32,
     /// Strict serializability: real-time edges, with this clock-drift allowance in nanoseconds.
@@ -168,6 +188,7 @@ impl Default for Options {
             time_guess: true,
             prune_search_few: true,
             time_order: true,
+            defer_resolution: Defer::WherePays,
             prune_rounds: 64,
             strict: None,
             solver: SolverKind::Cdcl,

@@ -172,8 +172,21 @@ fn run_once(
         }
         None => Cow::Borrowed(opts),
     };
-    // Cobra's claims are checked where graph building looks up each read's writer.
-    let mut r = krait_history::resolve_unchecked(h);
+    // Cobra's claims are checked where graph building looks up each read's writer; where it
+    // can find each writer itself, nothing is resolved before it (a certificate, an order or
+    // the online checker's next round resolve every read after all).
+    let defer = match opts.defer_resolution {
+        crate::Defer::Never => false,
+        crate::Defer::WherePays => krait_history::Writers::worth_it(h),
+        crate::Defer::Always => true,
+    } && carried.is_none()
+        && !want_final
+        && also_committed.is_empty();
+    let mut r = if defer {
+        krait_history::resolve_deferred(h)
+    } else {
+        krait_history::resolve_unchecked(h)
+    };
     let mut timings = Timings {
         resolve: t0.elapsed(),
         ..Default::default()
@@ -187,6 +200,7 @@ fn run_once(
         Err(finding) => {
             timings.graph = t1.elapsed();
             let t = Instant::now();
+            r.complete(h);
             let cert = cert::certify(h, &r, &finding);
             timings.certificate = t.elapsed();
             return Ok(ended(
@@ -214,6 +228,10 @@ fn run_once(
     };
     // A certificate's time counts from here: it needs the edges the build left out.
     let t = Instant::now();
+    // Everything from here on but an ACCEPT without an order reads the resolution.
+    if !matches!(decided, Decided::Accept { .. }) || b.deferred.is_some() || opts.want_order {
+        r.complete(h);
+    }
     // The certificate of a cycle of the known graph needs only the edges inside its cyclic
     // components: on a read-heavy graph, thousands of its millions.
     let cyclic = matches!(decided, Decided::Cycle).then(|| cert::Cyclic::of(&b));

@@ -3,14 +3,15 @@
 //! are made of — stated for ranges of transactions in parallel and joined in node order, so the
 //! result (and the first finding) is the one a single pass would give. Where resolving left
 //! Cobra's claims unchecked, this pass checks them, at each read's writer, which it looks up
-//! anyway.
+//! anyway; where resolving was deferred ([`krait_history::resolve_deferred`]), it looks each
+//! read's writer up itself, in the table of writes the resolution holds.
 
 use super::thin::{EdgeSink, WrThinner};
 use super::{Built, Choice, EdgeKind, Facts, Label, Layout, Node, Overwritten, ReadOut, INIT};
 use crate::findings::{Finding, NoWriter};
 use krait_history::{
     claim_problem, claim_problems, CobraClaims, History, OpId, OpKind, ReadProblem, Resolution,
-    TxnId, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+    TxnId, Writers, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
 };
 use rayon::prelude::*;
 
@@ -35,36 +36,35 @@ pub(super) fn all_facts(
     };
     let bref: &Built = b;
     let claims = h.cobra.as_ref().filter(|_| !r.claims_checked);
-    let parts: Vec<Result<(Facts, EdgeSink, Problems), Finding>> = ranges
-        .into_par_iter()
-        .zip(outs)
-        .map(|((lo, hi), mut out)| {
-            let mut f = Facts::default();
-            let ops: usize = (lo..hi)
-                .map(|n| h.ops(bref.node_txn[n as usize - 1]).len())
-                .sum();
-            // At most one fact per op: sized once, not grown through copies.
-            if let ReadOut::List(v) = &mut out {
-                v.reserve(ops);
-            }
-            let mut ks = KeySlots::new(h, &overwritten, out, claims);
-            let mut sink = EdgeSink::new(&bref.spare);
-            // Left-out write→read edges: at most one a read too.
-            sink.spare.reserve(ops);
-            let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
-            for node in lo..hi {
-                txn_facts(h, r, inc, bref, node, &mut f, &mut ks, &mut sink)?;
-                thinner.add(&bref.chain_of, &mut sink, &ks.wr_buf);
-            }
-            f.reads = ks.reads.finish();
-            Ok((f, sink, ks.problems))
-        })
-        .collect();
+    let parts = match &r.writers {
+        Some(w) => ranges_facts(h, r, w, inc, bref, thin, &overwritten, ranges, outs, claims),
+        None => {
+            let src = &Resolved(r);
+            ranges_facts(
+                h,
+                r,
+                src,
+                inc,
+                bref,
+                thin,
+                &overwritten,
+                ranges,
+                outs,
+                claims,
+            )
+        }
+    };
     if claims.is_some() {
         // A claim problem comes before any finding of this pass, as it would had resolving
         // checked the claims. A range that stopped at a finding left the rest of its reads'
         // claims unchecked: then they are all checked, in a pass of their own.
         let first = if parts.iter().any(|p| p.is_err()) {
+            let mut full = None;
+            let r = if r.is_deferred() {
+                full.insert(krait_history::resolve_unchecked(h))
+            } else {
+                r
+            };
             claim_problems(h, &r.op_txn, &r.read_from)
                 .into_iter()
                 .find(|&(op, _)| inc[r.op_txn[op as usize] as usize])
@@ -97,6 +97,47 @@ pub(super) fn all_facts(
         sink.drain_into(b);
     }
     Ok(all)
+}
+
+/// What each range of nodes states, in parallel, each read's writer found through `src`.
+#[allow(clippy::too_many_arguments)]
+fn ranges_facts<'a, S: Source>(
+    h: &History,
+    r: &Resolution,
+    src: &S,
+    inc: &[bool],
+    bref: &Built,
+    thin: bool,
+    overwritten: &Overwritten,
+    ranges: Vec<(Node, Node)>,
+    outs: Vec<ReadOut<'a>>,
+    claims: Option<&'a CobraClaims>,
+) -> Vec<Result<(Facts, EdgeSink, Problems), Finding>> {
+    ranges
+        .into_par_iter()
+        .zip(outs)
+        .map(|((lo, hi), mut out)| {
+            let mut f = Facts::default();
+            let ops: usize = (lo..hi)
+                .map(|n| h.ops(bref.node_txn[n as usize - 1]).len())
+                .sum();
+            // At most one fact per op: sized once, not grown through copies.
+            if let ReadOut::List(v) = &mut out {
+                v.reserve(ops);
+            }
+            let mut ks = KeySlots::new(h, overwritten, out, claims);
+            let mut sink = EdgeSink::new(&bref.spare);
+            // Left-out write→read edges: at most one a read too.
+            sink.spare.reserve(ops);
+            let mut thinner = WrThinner::new(thin, bref.num_chains, bref.num_nodes);
+            for node in lo..hi {
+                txn_facts(h, r, src, inc, bref, node, &mut f, &mut ks, &mut sink)?;
+                thinner.add(&bref.chain_of, &mut sink, &ks.wr_buf);
+            }
+            f.reads = ks.reads.finish();
+            Ok((f, sink, ks.problems))
+        })
+        .collect()
 }
 
 /// Node ranges [lo, hi) of about equal op counts, `parts` of them at most. A writer's first
@@ -150,6 +191,96 @@ struct KeySlots<'a> {
 /// Reads whose claims the history contradicts, in op order.
 type Problems = Vec<(OpId, ReadProblem)>;
 
+/// Where the pass finds what each read observed.
+trait Source: Sync {
+    /// How many ops ahead [`Source::ahead`] is asked.
+    const AHEAD: usize = AHEAD;
+    /// Asks for what the read `a` (an op of the history or past its end) will need: a hint.
+    fn ahead(&self, h: &History, a: usize);
+    /// What read `o` observed, as `Resolution::read_from` has it, and where that is a write,
+    /// the write's transaction and (where known at once) its value hash.
+    fn seen(&self, h: &History, o: usize) -> Seen;
+}
+
+#[derive(Clone, Copy)]
+struct Seen {
+    src: OpId,
+    txn: TxnId,
+    hash: Option<u64>,
+}
+
+/// The resolution made before the pass.
+struct Resolved<'a>(&'a Resolution);
+
+impl Source for Resolved<'_> {
+    #[inline]
+    fn ahead(&self, h: &History, a: usize) {
+        // The writer's transaction (and its claims), a scattered read per read, asked for a
+        // few reads ahead so that their misses overlap.
+        if let Some(&w) = self.0.read_from.get(a) {
+            if w < FROM_AMBIGUOUS {
+                krait_history::prefetch(&self.0.op_txn[w as usize]);
+                if let Some(c) = &h.cobra {
+                    c.prefetch(w as usize);
+                }
+            }
+        }
+    }
+    #[inline]
+    fn seen(&self, _: &History, o: usize) -> Seen {
+        let src = self.0.read_from[o];
+        let txn = match src {
+            s if s < FROM_AMBIGUOUS => self.0.op_txn[s as usize],
+            _ => TxnId::MAX,
+        };
+        Seen {
+            src,
+            txn,
+            hash: None,
+        }
+    }
+}
+
+/// The deferred resolution's table of writes: each read looked up here, once, its slot asked
+/// for a few reads ahead.
+impl Source for Writers {
+    const AHEAD: usize = 48;
+    #[inline]
+    fn ahead(&self, h: &History, a: usize) {
+        if h.op_kind.get(a) == Some(&OpKind::Read) {
+            self.prefetch(h.op_key[a], h.op_value[a]);
+        }
+    }
+    #[inline]
+    fn seen(&self, h: &History, o: usize) -> Seen {
+        // As `resolve` has it where every read has one write or none to have observed.
+        match h.op_kind[o] {
+            OpKind::Read => match self.get(h.op_key[o], h.op_value[o]) {
+                Some(w) => Seen {
+                    src: w.op,
+                    txn: w.txn,
+                    hash: Some(w.hash),
+                },
+                None => Seen {
+                    src: FROM_NOBODY,
+                    txn: TxnId::MAX,
+                    hash: None,
+                },
+            },
+            OpKind::ReadInit => Seen {
+                src: FROM_INIT,
+                txn: TxnId::MAX,
+                hash: None,
+            },
+            OpKind::Write => Seen {
+                src: o as OpId,
+                txn: TxnId::MAX,
+                hash: None,
+            },
+        }
+    }
+}
+
 impl<'a> KeySlots<'a> {
     fn new(
         h: &History,
@@ -180,9 +311,11 @@ const AHEAD: usize = 16;
 /// an external read must name a committed writer's final version and be the same every time;
 /// write→read edges go into the known graph. A read whose value several writes wrote keeps the
 /// candidates that could be its writer; with one left it is an ordinary read.
-fn txn_facts(
+#[allow(clippy::too_many_arguments)]
+fn txn_facts<S: Source>(
     h: &History,
     r: &Resolution,
+    source: &S,
     inc: &[bool],
     b: &Built,
     node: Node,
@@ -199,18 +332,9 @@ fn txn_facts(
     scratch.clear();
     ks.wr_buf.clear();
     let ops = h.ops(t);
-    let ahead = ops.start + AHEAD..ops.end + AHEAD;
+    let ahead = ops.start + S::AHEAD..ops.end + S::AHEAD;
     for (o, a) in ops.zip(ahead) {
-        // The writer's transaction (and its claims), a scattered read per read, asked for a
-        // few reads ahead so that their misses overlap.
-        if let Some(&w) = r.read_from.get(a) {
-            if w < FROM_AMBIGUOUS {
-                krait_history::prefetch(&r.op_txn[w as usize]);
-                if let Some(c) = ks.claims {
-                    c.prefetch(w as usize);
-                }
-            }
-        }
+        source.ahead(h, a);
         let k = h.op_key[o];
         let slot = if ks.stamp[k as usize] == node {
             ks.slot[k as usize] as usize
@@ -225,9 +349,16 @@ fn txn_facts(
             continue;
         }
         let op = o as u32;
-        let mut src = r.read_from[o];
+        let seen = source.seen(h, o);
+        let mut src = seen.src;
         if let Some(c) = ks.claims {
-            if let Some(p) = claim_problem(h, c, o, src, || r.op_txn[src as usize]) {
+            let write_of = || {
+                (
+                    seen.txn,
+                    seen.hash.unwrap_or_else(|| c.get(h, src as usize).0),
+                )
+            };
+            if let Some(p) = claim_problem(h, c, o, src, write_of) {
                 ks.problems.push((op, p));
             }
         }
@@ -263,7 +394,7 @@ fn txn_facts(
                 src_node = b.txn_node[r.op_txn[src as usize] as usize];
             }
         } else if src != FROM_INIT {
-            let w = r.op_txn[src as usize];
+            let w = seen.txn;
             src_node = b.txn_node[w as usize];
             if w == t {
                 return Err(Finding::FutureRead { txn: t, op });

@@ -267,7 +267,7 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                     let name = format!(
                         "combine={combine} coalesce={coalesce} prune={prune} \
                          skip_unobserved={skip_unobserved} (and pair_by_heads, thin_edges, \
-                         prune_search_few, time_order) solver={sname}"
+                         prune_search_few, time_order, defer_resolution) solver={sname}"
                     );
                     v.push((
                         name,
@@ -280,6 +280,11 @@ pub fn all_option_sets() -> Vec<(String, krait_checker::Options)> {
                             thin_edges: skip_unobserved,
                             prune_search_few: skip_unobserved,
                             time_order: skip_unobserved,
+                            defer_resolution: if skip_unobserved {
+                                krait_checker::Defer::Always
+                            } else {
+                                krait_checker::Defer::Never
+                            },
                             count_versions: coalesce,
                             solver,
                             solver_order_phase: phase,

@@ -75,6 +75,11 @@ pub struct CheckFlags {
     /// constraints searches the graph instead, within a budget).
     #[arg(long)]
     pub(crate) no_prune_search_few: bool,
+    /// Resolve every read in a pass of its own before building the graph (by default, on a
+    /// history whose reads each have one write or none to have observed, graph building looks
+    /// each read's writer up itself).
+    #[arg(long)]
+    pub(crate) no_defer_resolution: bool,
     /// Order the known graph for pruning without looking at start times (by default, of the
     /// transactions ready the one that started first comes first: on a history run in a
     /// serial order, what pruning decides then keeps that order, and the next pass needs no
@@ -205,6 +210,7 @@ impl Default for CheckFlags {
             no_pair_by_heads: false,
             no_thin_edges: false,
             no_prune_search_few: false,
+            no_defer_resolution: false,
             no_time_order: false,
             no_weak_ser_first: false,
             no_weak_prune_candidates: false,
@@ -326,6 +332,11 @@ impl CheckArgs {
             pair_by_heads: !self.no_pair_by_heads,
             thin_edges: !self.no_thin_edges,
             prune_search_few: !self.no_prune_search_few,
+            defer_resolution: if self.no_defer_resolution {
+                krait_checker::Defer::Never
+            } else {
+                krait_checker::Defer::WherePays
+            },
             time_order: !self.no_time_order,
             weak_ser_first: !self.no_weak_ser_first,
             weak_prune_candidates: !self.no_weak_prune_candidates,

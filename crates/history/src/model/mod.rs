@@ -7,6 +7,7 @@
 mod builder;
 mod claims;
 mod first_writes;
+mod huge;
 pub(crate) mod resolve;
 mod simple;
 mod stream;
@@ -15,10 +16,11 @@ mod write_index;
 
 pub use builder::HistoryBuilder;
 pub use claims::{CobraClaims, COMPACT_FROM};
+pub use first_writes::{Writer, Writers};
 pub(crate) use resolve::writer_txns;
 pub use resolve::{
-    claim_problem, claim_problems, op_txns, resolve, resolve_unchecked, ReadProblem, Resolution,
-    FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+    claim_problem, claim_problems, op_txns, resolve, resolve_deferred, resolve_unchecked,
+    ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
 };
 pub use simple::{build_history, BuildError, SimpleTxn};
 pub use stream::{Keys, TxnRecord};
