@@ -54,6 +54,15 @@ impl Target for Node {
 /// million edges, 43–49 ms instead of 77–144 on two cores).
 const PAR_FROM: usize = 1 << 20;
 
+/// From this many edges on, [`Rows::build`] works in parallel where a node has [`DENSE`] edges
+/// or more on average: a read-heavy graph (readheavy-8000, 700 thousand edges on 43 thousand
+/// nodes) spends long enough scattering them for the second core to pay; Cobra's sparser
+/// histories of as many edges (3 to 6 a node) do not.
+const PAR_DENSE_FROM: usize = 1 << 18;
+
+/// Edges a node from which a graph counts as dense for [`PAR_DENSE_FROM`].
+const DENSE: usize = 8;
+
 impl<T: Target> Rows<T> {
     /// The rows of `edges` over nodes `0..n` (each edge reversed where `reverse`); within a
     /// row, targets in the order of their edges.
@@ -63,7 +72,8 @@ impl<T: Target> Rows<T> {
         let parts = rayon::current_num_threads()
             .min(8)
             .min(2 * edges.len() / n.max(1));
-        if parts < 2 || edges.len() < PAR_FROM || n < parts {
+        let dense = edges.len() >= PAR_DENSE_FROM && edges.len() >= DENSE * n;
+        if parts < 2 || (edges.len() < PAR_FROM && !dense) || n < parts {
             return Rows::build_from(n, || edges.iter().map(dir));
         }
         Rows::build_par(n, edges, dir, parts)
@@ -176,7 +186,18 @@ mod tests {
     fn parallel_rows_are_the_plain_ones() {
         let mut rng = super::super::test_rng::Rng(0x9e37_79b9_7f4a_7c15u64);
         let mut next = move |n: u64| rng.below(n);
-        for (n, m) in [(1usize, 50usize), (7, 1000), (300, 20_000), (5000, 60_000)] {
+        // The last two are a dense graph (parallel from PAR_DENSE_FROM edges) and a sparse one
+        // of as many edges, which `build` makes on one thread.
+        let dense = (PAR_DENSE_FROM / DENSE, PAR_DENSE_FROM);
+        let sparse = (PAR_DENSE_FROM, PAR_DENSE_FROM);
+        for (n, m) in [
+            (1usize, 50usize),
+            (7, 1000),
+            (300, 20_000),
+            (5000, 60_000),
+            dense,
+            sparse,
+        ] {
             let edges: Vec<(Node, Node)> = (0..m)
                 .map(|_| {
                     let u = if next(3) == 0 {
@@ -195,6 +216,9 @@ mod tests {
                     assert_eq!(par.start, plain.start, "n {n} m {m} parts {parts}");
                     assert_eq!(par.targets, plain.targets, "n {n} m {m} parts {parts}");
                 }
+                let chosen = Csr::build(n, &edges, reverse);
+                assert_eq!(chosen.start, plain.start, "n {n} m {m}");
+                assert_eq!(chosen.targets, plain.targets, "n {n} m {m}");
             }
         }
     }
