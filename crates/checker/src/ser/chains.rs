@@ -395,12 +395,13 @@ impl Built {
             for (&(k, _, _), ps) in keys.iter().zip(pairs) {
                 for (i, j) in ps {
                     let (ci, cj) = (self.chain_recs[i as usize], self.chain_recs[j as usize]);
+                    let [first, second] = pair_sides(k, &ci, &cj);
                     self.add_constraint(
                         k,
                         (ci.head, ci.tail),
                         (cj.head, cj.tail),
-                        [(ci.gate, cj.head, Label::fact(ci.gate_kind, k))],
-                        [(cj.gate, ci.head, Label::fact(cj.gate_kind, k))],
+                        [first],
+                        [second],
                     );
                 }
             }
@@ -420,12 +421,7 @@ impl Built {
             self.cedges
                 .par_extend((0..2 * flat.len()).into_par_iter().map(|e| {
                     let (k, i, j) = flat[e / 2];
-                    let (ci, cj) = (recs[i as usize], recs[j as usize]);
-                    if e % 2 == 0 {
-                        (ci.gate, cj.head, Label::fact(ci.gate_kind, k))
-                    } else {
-                        (cj.gate, ci.head, Label::fact(cj.gate_kind, k))
-                    }
+                    pair_sides(k, &recs[i as usize], &recs[j as usize])[e % 2]
                 }));
             self.constraints
                 .par_extend(flat.par_iter().enumerate().map(|(n, &(k, i, j))| {
@@ -487,4 +483,13 @@ impl Built {
             .map(|&(_, a, b)| ((b - a) as usize * (b - a - 1) as usize) / 2)
             .sum()
     }
+}
+
+/// The one edge of each side of the constraint ordering chains `ci` and `cj` of key `k`: the
+/// gate of the chain put first to the head of the other.
+fn pair_sides(k: u32, ci: &ChainRec, cj: &ChainRec) -> [(Node, Node, Label); 2] {
+    [
+        (ci.gate, cj.head, Label::fact(ci.gate_kind, k)),
+        (cj.gate, ci.head, Label::fact(cj.gate_kind, k)),
+    ]
 }

@@ -313,6 +313,7 @@ mod tests {
         let fresh = FirstWrites::of(&HistoryBuilder::new().finish());
         assert_eq!(fresh.get(0, 0), None);
     }
+
     /// Each write of a history with unique values is found with its transaction, every other
     /// (key, value) is not; a value written twice to a key, or an unknown outcome, rules the
     /// table out.
