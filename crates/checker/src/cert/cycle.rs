@@ -142,7 +142,12 @@ struct Sub {
 
 impl Sub {
     fn of(b: &Built, keep: impl Fn(u32) -> bool) -> Sub {
-        let ids: Vec<u32> = (0..b.edges.len() as u32).filter(|&e| keep(e)).collect();
+        Sub::among(b, 0..b.edges.len() as u32, keep)
+    }
+
+    /// The same over the edges `ids` gives (in `b`'s order), not over all of `b`'s.
+    fn among(b: &Built, ids: impl Iterator<Item = u32>, keep: impl Fn(u32) -> bool) -> Sub {
+        let ids: Vec<u32> = ids.filter(|&e| keep(e)).collect();
         let csr = Csr::build_from(b.num_nodes, || ids.iter().map(|&e| b.edges[e as usize]));
         Sub { ids, csr }
     }
@@ -153,13 +158,15 @@ impl Sub {
     }
 }
 
-/// The same over the edges of `b` that `keep` keeps; edge indices are `b`'s.
+/// The same over the edges of `inner` (a sub-graph of `b`) that `keep` keeps; edge indices
+/// are `b`'s.
 fn smallest_cycle_among(
     b: &Built,
+    inner: &Sub,
     keep: impl Fn(u32) -> bool,
     cost: impl Fn(u32) -> (graph::Cost, bool),
 ) -> Option<Vec<u32>> {
-    let sub = Sub::of(b, keep);
+    let sub = Sub::among(b, inner.ids.iter().copied(), keep);
     let cyc = smallest_cycle(b, &sub.csr, |e| cost(sub.ids[e as usize]), 64)?;
     Some(sub.to_b(cyc))
 }
@@ -248,13 +255,12 @@ pub(crate) fn cycle_certificates(
     let cost = edge_cost(&b.labels, h.fence_key);
     let inner_cost = |e: u32| cost(inner.ids[e as usize]);
     let comps = Comps::of(b, &inner.csr);
-    let workload = h.fence_key.and_then(|fk| {
-        smallest_cycle_among(
-            b,
-            |e| cyclic[e as usize] && b.labels[e as usize].key != fk,
-            &cost,
-        )
-    });
+    let workload = h
+        .fence_key
+        .and_then(|fk| smallest_cycle_among(b, &inner, |e| b.labels[e as usize].key != fk, &cost));
+    // Otherwise the first cycle is the smallest component's best, which the further ones
+    // would search for again first.
+    let first_is_smallest = workload.is_none();
     let first_cycle = workload
         .or_else(|| Some(inner.to_b(comps.smallest(&inner.csr, inner_cost, 64)?)))
         .expect("a cycle exists");
@@ -265,22 +271,19 @@ pub(crate) fn cycle_certificates(
     }
     let mut seen = vec![first.anomaly];
     let without_rw = |with_wr: bool| {
-        let cyclic = &cyclic;
-        move |e: u32| {
-            cyclic[e as usize]
-                && match b.labels[e as usize].kind {
-                    EdgeKind::Rw => false,
-                    EdgeKind::Wr => with_wr,
-                    _ => true,
-                }
+        move |e: u32| match b.labels[e as usize].kind {
+            EdgeKind::Rw => false,
+            EdgeKind::Wr => with_wr,
+            _ => true,
         }
     };
     // Searched lazily: none past the cap.
     let candidates = [false, true]
         .into_iter()
-        .map(|with_wr| smallest_cycle_among(b, without_rw(with_wr), &cost))
+        .map(|with_wr| smallest_cycle_among(b, &inner, without_rw(with_wr), &cost))
         .chain(
             (0..comps.order.len().min(MORE_COMPONENTS))
+                .filter(|&i| !(i == 0 && first_is_smallest))
                 .map(|i| Some(inner.to_b(comps.best(&inner.csr, i, inner_cost, 64)?))),
         )
         .flatten();

@@ -93,10 +93,13 @@ impl WrThinner {
 /// With `only`, of those kept only the edges inside one component: `only[node]` is the node's
 /// component, or [`NO_COMP`] (a certificate's cycle lies in one component of the known graph,
 /// and an edge left out parallels a path of it, so it joins the nodes of one or none).
+/// With `alone`, the build is made for these edges alone: those it keeps are not stored (on a
+/// read-heavy history, millions of edges of fresh memory the first build already has).
 #[derive(Default)]
 pub struct Spare {
     pub keep: bool,
     pub only: Option<Arc<Vec<u32>>>,
+    pub alone: bool,
     pub edges: Vec<(Node, Node, Label)>,
     pub left_out: usize,
 }
@@ -119,11 +122,19 @@ impl Spare {
             ..Default::default()
         }
     }
+    /// The same, for a build made for the left-out edges alone (see [`Spare`]).
+    pub(crate) fn alone(self) -> Spare {
+        Spare {
+            alone: true,
+            ..self
+        }
+    }
     /// Another, empty, that keeps what this one keeps.
     pub(crate) fn like(&self) -> Spare {
         Spare {
             keep: self.keep,
             only: self.only.clone(),
+            alone: self.alone,
             ..Default::default()
         }
     }
@@ -167,8 +178,10 @@ impl EdgeSink {
     }
     #[inline]
     pub(crate) fn push(&mut self, u: Node, v: Node, l: Label) {
-        self.edges.push((u, v));
-        self.labels.push(l);
+        if !self.spare.alone {
+            self.edges.push((u, v));
+            self.labels.push(l);
+        }
     }
     /// Appends everything to the graph's edges, in the order stated.
     pub(crate) fn drain_into(self, b: &mut Built) {
@@ -187,7 +200,7 @@ pub(crate) fn add_into(b: &mut Built, sources: &mut [Node], target: Node, label:
             let u = sources[i];
             if on && implied(&b.chain_of, u, sources.get(i + 1).copied()) {
                 b.spare.leave_out(u, target, label);
-            } else {
+            } else if !b.spare.alone {
                 b.edges.push((u, target));
                 b.labels.push(label);
             }
