@@ -229,12 +229,19 @@ fn run_once(
     // A certificate's time counts from here: it needs the edges the build left out.
     let t = Instant::now();
     // Everything from here on but an ACCEPT without an order reads the resolution.
-    if !matches!(decided, Decided::Accept { .. }) || b.deferred.is_some() || opts.want_order {
-        r.complete(h);
-    }
+    let complete =
+        !matches!(decided, Decided::Accept { .. }) || b.deferred.is_some() || opts.want_order;
     // The certificate of a cycle of the known graph needs only the edges inside its cyclic
-    // components: on a read-heavy graph, thousands of its millions.
-    let cyclic = matches!(decided, Decided::Cycle).then(|| cert::Cyclic::of(&b));
+    // components: on a read-heavy graph, thousands of its millions. Found beside completing
+    // the resolution: the components are one thread's work.
+    let ((), cyclic) = rayon::join(
+        || {
+            if complete {
+                r.complete(h);
+            }
+        },
+        || matches!(decided, Decided::Cycle).then(|| cert::Cyclic::of(&b)),
+    );
     if !matches!(decided, Decided::Accept { .. }) {
         if b.spare.left_out > 0 {
             let keep = match &cyclic {

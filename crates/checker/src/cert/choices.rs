@@ -69,7 +69,8 @@ pub(crate) fn no_writer_certificate(
     let c = &b.choices[ci as usize];
     let csr = Csr::build(b.num_nodes, &b.edges, false);
     let x = Explainer { h, r, b };
-    let d = Deducer::new(Explainer { h, r, b }, &csr);
+    let reasons = || &csr;
+    let d = Deducer::new(Explainer { h, r, b }, &reasons);
     let op = c.ops[0];
     let k = key_name(h, c.key);
     let mut txn_ids: Vec<TxnId> = b.txn_of(c.reader).into_iter().collect();

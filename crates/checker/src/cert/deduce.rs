@@ -17,13 +17,14 @@ const MAX_DEPTH: u32 = 24;
 
 pub(crate) struct Deducer<'a> {
     pub x: Explainer<'a>,
-    pub csr: &'a Csr,
+    /// The graph reasons are searched in, made the first time one is (see `cert::Cyclic`).
+    csr: &'a dyn Fn() -> &'a Csr,
     first: RefCell<HashMap<u32, u32>>,
     left: Cell<u32>,
 }
 
 impl<'a> Deducer<'a> {
-    pub fn new(x: Explainer<'a>, csr: &'a Csr) -> Self {
+    pub fn new(x: Explainer<'a>, csr: &'a dyn Fn() -> &'a Csr) -> Self {
         Deducer {
             x,
             csr,
@@ -96,7 +97,7 @@ impl<'a> Deducer<'a> {
         self.left.set(self.left.get() - 1);
         let limit = self.first_index(l.constraint);
         for &(ou, ov, ol) in other {
-            let Some(path) = graph::shortest_path_below(self.csr, ov, ou, limit) else {
+            let Some(path) = graph::shortest_path_below((self.csr)(), ov, ou, limit) else {
                 continue;
             };
             let mut es: Vec<(Node, Node, crate::graph::Label)> = path

@@ -225,7 +225,7 @@ pub fn topo_order_timed<T: Target>(
 
 /// Tarjan's strongly connected components, iteratively. Returns the component of every node;
 /// components are numbered in reverse topological order.
-pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
+pub fn scc<T: Target>(n: usize, csr: &Rows<T>) -> (Vec<u32>, u32) {
     const UNSEEN: u32 = u32::MAX;
     let mut index = vec![UNSEEN; n];
     let mut low = vec![0u32; n];
@@ -248,7 +248,7 @@ pub fn scc(n: usize, csr: &Csr) -> (Vec<u32>, u32) {
         while let Some(&mut (u, ref mut pos)) = call.last_mut() {
             let end = csr.start[u as usize + 1];
             if *pos < end {
-                let (v, _) = csr.targets[*pos as usize];
+                let v = csr.targets[*pos as usize].node();
                 *pos += 1;
                 if index[v as usize] == UNSEEN {
                     index[v as usize] = next;

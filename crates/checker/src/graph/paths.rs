@@ -37,14 +37,16 @@ pub fn best_cycle(
     // The component's own edges, gathered once: every start's search goes over them, and on a
     // read-heavy graph most of a node's edges leave its component. The budget still counts
     // each node's edges as a whole, so which cycle is found does not change.
+    // Each with its cost, looked up once rather than at every start's relaxation of it.
     let mut inside_start = vec![0u32; n + 1];
-    let mut inside: Vec<(Node, u32)> = Vec::new();
+    let mut inside: Vec<(Node, u32, (Cost, bool))> = Vec::new();
     for x in 0..n {
         if comp[x] == target_comp {
             inside.extend(
                 csr.succ(x as Node)
                     .iter()
-                    .filter(|&&(y, _)| comp[y as usize] == target_comp),
+                    .filter(|&&(y, _)| comp[y as usize] == target_comp)
+                    .map(|&(y, e)| (y, e, cost(e))),
             );
         }
         inside_start[x + 1] = inside.len() as u32;
@@ -85,8 +87,7 @@ pub fn best_cycle(
             let x = (st / 2) as Node;
             spent += csr.succ(x).len().max(1);
             let via_session = st % 2 == 1;
-            for &(y, e) in inside_succ(x) {
-                let (c, avoid) = cost(e);
+            for &(y, e, (c, avoid)) in inside_succ(x) {
                 let step = match c {
                     Cost::Session if via_session => 0,
                     _ => 1,
