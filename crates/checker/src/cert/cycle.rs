@@ -180,8 +180,8 @@ fn smallest_cycle_among(
 /// Made before the edges are restored; the graph of the edges it was made of (`reasons`) is
 /// where the deductions' reasons are searched, as they come from before the restored edges.
 /// That graph, with each edge's index, is made only if a certificate's cycle has a deduced
-/// edge: the components need the targets alone (half the memory, 8 million edges at 80k
-/// read-heavy transactions).
+/// edge: the components need the targets alone (half the memory: 47 MB instead of 94 for the
+/// 5.9 million known edges of a read-heavy history of 80k transactions).
 pub(crate) struct Cyclic {
     edges_at: usize,
     csr: OnceCell<Csr>,
@@ -263,7 +263,7 @@ pub(crate) fn cycle_certificates(
     components: &Cyclic,
     more: usize,
 ) -> (Certificate, Vec<Certificate>) {
-    let csr = || components.reasons(b);
+    let reasons = || components.reasons(b);
     let cyclic: Vec<bool> = b
         .edges
         .iter()
@@ -282,7 +282,7 @@ pub(crate) fn cycle_certificates(
     let first_cycle = workload
         .or_else(|| Some(inner.to_b(comps.smallest(&inner.csr, inner_cost, 64)?)))
         .expect("a cycle exists");
-    let first = certificate_of(h, r, b, &csr, &first_cycle);
+    let first = certificate_of(h, r, b, &reasons, &first_cycle);
     let mut also = Vec::new();
     if more == 0 {
         return (first, also);
@@ -309,7 +309,7 @@ pub(crate) fn cycle_certificates(
         if cyc == first_cycle {
             continue;
         }
-        let c = certificate_of(h, r, b, &csr, &cyc);
+        let c = certificate_of(h, r, b, &reasons, &cyc);
         if !seen.contains(&c.anomaly) {
             seen.push(c.anomaly);
             also.push(c);
