@@ -30,14 +30,55 @@ pub fn best_cycle(
     max_starts: usize,
     budget: usize,
 ) -> Option<Vec<u32>> {
+    let (inside, size) = Inside::of(csr, comp, target_comp, cost);
     // A distance's three counts are each at most a path's length, under two states a node of
     // the component: packed into one word where they fit (the heap's comparisons were most of
     // a read-heavy certificate's search), into two where they may not.
-    let size = comp.iter().filter(|&&c| c == target_comp).count() as u64;
     if 2 * size + 2 < 1 << 21 {
-        search::<u64>(csr, comp, target_comp, members, cost, max_starts, budget)
+        search::<u64>(csr, &inside, members, max_starts, budget)
     } else {
-        search::<u128>(csr, comp, target_comp, members, cost, max_starts, budget)
+        search::<u128>(csr, &inside, members, max_starts, budget)
+    }
+}
+
+/// A component's edges in rows over all nodes, each with its target, index and cost.
+struct Inside {
+    start: Vec<u32>,
+    edges: Vec<(Node, u32, (Cost, bool))>,
+}
+
+impl Inside {
+    /// The edges of component `target_comp`, and how many nodes it has.
+    ///
+    /// Gathered once: every start's search goes over them, and on a read-heavy graph most of a
+    /// node's edges leave its component. The budget still counts each node's edges as a whole,
+    /// so which cycle is found does not change. Each edge's cost is looked up here once, not
+    /// at every start's relaxation of it.
+    fn of(
+        csr: &Csr,
+        comp: &[u32],
+        target_comp: u32,
+        cost: impl Fn(u32) -> (Cost, bool),
+    ) -> (Inside, u64) {
+        let n = comp.len();
+        let mut inside = Inside {
+            start: vec![0u32; n + 1],
+            edges: Vec::new(),
+        };
+        let mut size = 0u64;
+        for x in 0..n {
+            if comp[x] == target_comp {
+                size += 1;
+                inside.edges.extend(
+                    csr.succ(x as Node)
+                        .iter()
+                        .filter(|&&(y, _)| comp[y as usize] == target_comp)
+                        .map(|&(y, e)| (y, e, cost(e))),
+                );
+            }
+            inside.start[x + 1] = inside.edges.len() as u32;
+        }
+        (inside, size)
     }
 }
 
@@ -50,63 +91,42 @@ trait Packed: Copy + Ord {
     fn plus(self, avoid: bool, rw: bool, step: bool) -> Self;
 }
 
-impl Packed for u64 {
-    const FIELD: u32 = 21;
-    const ZERO: u64 = 0;
-    const FAR: u64 = u64::MAX;
-    #[inline]
-    fn plus(self, avoid: bool, rw: bool, step: bool) -> u64 {
-        self + (u64::from(avoid) << (2 * Self::FIELD))
-            + (u64::from(rw) << Self::FIELD)
-            + u64::from(step)
-    }
+/// One word (counts of 21 bits) or two (42 bits).
+macro_rules! packed {
+    ($t:ty, $field:expr) => {
+        impl Packed for $t {
+            const FIELD: u32 = $field;
+            const ZERO: $t = 0;
+            const FAR: $t = <$t>::MAX;
+            #[inline]
+            fn plus(self, avoid: bool, rw: bool, step: bool) -> $t {
+                self + (<$t>::from(avoid) << (2 * Self::FIELD))
+                    + (<$t>::from(rw) << Self::FIELD)
+                    + <$t>::from(step)
+            }
+        }
+    };
 }
 
-impl Packed for u128 {
-    const FIELD: u32 = 42;
-    const ZERO: u128 = 0;
-    const FAR: u128 = u128::MAX;
-    #[inline]
-    fn plus(self, avoid: bool, rw: bool, step: bool) -> u128 {
-        self + (u128::from(avoid) << (2 * Self::FIELD))
-            + (u128::from(rw) << Self::FIELD)
-            + u128::from(step)
-    }
-}
+packed!(u64, 21);
+packed!(u128, 42);
 
-/// [`best_cycle`] with costs packed in `D`, whose counts fit every path of the component.
+/// [`best_cycle`] over the component's edges, with costs packed in `D`, whose counts fit every
+/// path of the component.
 fn search<D: Packed>(
     csr: &Csr,
-    comp: &[u32],
-    target_comp: u32,
+    inside: &Inside,
     members: &[Node],
-    cost: impl Fn(u32) -> (Cost, bool),
     max_starts: usize,
     budget: usize,
 ) -> Option<Vec<u32>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     const NONE: u32 = u32::MAX;
-    let n = comp.len();
-    // The component's own edges, gathered once: every start's search goes over them, and on a
-    // read-heavy graph most of a node's edges leave its component. The budget still counts
-    // each node's edges as a whole, so which cycle is found does not change.
-    // Each with its cost, looked up once rather than at every start's relaxation of it.
-    let mut inside_start = vec![0u32; n + 1];
-    let mut inside: Vec<(Node, u32, (Cost, bool))> = Vec::new();
-    for x in 0..n {
-        if comp[x] == target_comp {
-            inside.extend(
-                csr.succ(x as Node)
-                    .iter()
-                    .filter(|&&(y, _)| comp[y as usize] == target_comp)
-                    .map(|&(y, e)| (y, e, cost(e))),
-            );
-        }
-        inside_start[x + 1] = inside.len() as u32;
-    }
-    let inside_succ =
-        |x: Node| &inside[inside_start[x as usize] as usize..inside_start[x as usize + 1] as usize];
+    let n = inside.start.len() - 1;
+    let inside_succ = |x: Node| {
+        &inside.edges[inside.start[x as usize] as usize..inside.start[x as usize + 1] as usize]
+    };
     // State = node * 2 + (arrived by a session edge); distance = (avoided, rw, steps).
     let mut dist: Vec<D> = vec![D::FAR; 2 * n];
     let mut parent: Vec<(u32, u32)> = vec![(NONE, NONE); 2 * n];
@@ -253,8 +273,9 @@ mod tests {
                 let cost = |e: u32| kinds[e as usize];
                 let starts = 1 + rng.below(8) as usize;
                 let budget = rng.below(400) as usize;
-                let one = search::<u64>(&csr, &comp, c as u32, nodes, cost, starts, budget);
-                let two = search::<u128>(&csr, &comp, c as u32, nodes, cost, starts, budget);
+                let (inside, _) = Inside::of(&csr, &comp, c as u32, cost);
+                let one = search::<u64>(&csr, &inside, nodes, starts, budget);
+                let two = search::<u128>(&csr, &inside, nodes, starts, budget);
                 assert_eq!(one, two, "round {round}, component {c}");
                 found += usize::from(one.is_some());
             }
