@@ -264,12 +264,10 @@ pub(crate) fn cycle_certificates(
     more: usize,
 ) -> (Certificate, Vec<Certificate>) {
     let reasons = || components.reasons(b);
-    let cyclic: Vec<bool> = b
-        .edges
-        .iter()
-        .map(|&(u, v)| components.may_close(u, v))
-        .collect();
-    let inner = Sub::of(b, |e| cyclic[e as usize]);
+    let inner = Sub::of(b, |e| {
+        let (u, v) = b.edges[e as usize];
+        components.may_close(u, v)
+    });
     let cost = edge_cost(&b.labels, h.fence_key);
     let inner_cost = |e: u32| cost(inner.ids[e as usize]);
     let comps = Comps::of(b, &inner.csr);
