@@ -297,12 +297,20 @@ fn an_accept_names_the_writer_each_read_was_matched_to() {
 }
 
 #[test]
-fn a_read_of_the_initial_zero_is_not_taken_for_a_later_write_of_zero() {
-    // dbcop: every key starts at 0. T1 read x = 0 before T2 wrote x = 0 (T2 read T1's y): the
-    // read may be of the initial state, so this is serializable (T1, T2). Once, the read was
-    // taken for T2's write, closing a false cycle.
+fn a_read_of_zero_reads_the_files_own_write_of_zero() {
+    // dbcop: every key starts at 0, unless the file writes 0 to it; then a read of 0 reads that
+    // write (dbcop's `version_zero` tests: "an explicit x:=0 write wins"). T1 read x = 0, which
+    // only T2 wrote, and T2 read T1's y: a cycle. Taking the initial state as one more writer
+    // of 0 once accepted this (and an IsoVista history of a PostgreSQL bug with it).
     let text = r#"[[{"events": [["r", 1, 0], ["w", 2, 1]], "committed": true}],
                    [{"events": [["r", 2, 1], ["w", 1, 0]], "committed": true}]]"#;
+    let h = krait_history::read_dbcop_json(text.as_bytes(), std::path::Path::new("h.json"))
+        .unwrap()
+        .history;
+    assert!(check(&h, &Options::default()).unwrap().verdict.is_reject());
+    // Without the write of 0, the read of 0 is of the initial state: serializable (T1, T2).
+    let text = r#"[[{"events": [["r", 1, 0], ["w", 2, 1]], "committed": true}],
+                   [{"events": [["r", 2, 1], ["w", 1, 5]], "committed": true}]]"#;
     let h = krait_history::read_dbcop_json(text.as_bytes(), std::path::Path::new("h.json"))
         .unwrap()
         .history;
@@ -316,8 +324,6 @@ fn a_read_of_the_initial_zero_is_not_taken_for_a_later_write_of_zero() {
     .unwrap();
     assert!(rep.verdict.is_accept(), "{:?}", rep.verdict);
     assert_eq!(rep.order, Some(vec![1, 2]));
-    assert_eq!(rep.matched.len(), 1);
-    assert_eq!(rep.matched[0].writer, None);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod claims;
 mod common;
+mod conformance;
 mod contended;
 mod cut_logs;
 mod duplicates;

@@ -172,13 +172,15 @@ fn dbcop_json_malformed_events_name_line_and_problem() {
             "\"committed\" must be true or false, not 1",
         ),
     ]);
-    // A value written twice is no error: the read of it may have read either write, or (for 1
-    // written as 0) the initial state.
+    // A value written twice is no error: the read of it may have read either write. A write of
+    // 0 makes the key's reads of 0 read it, not the initial state (dbcop's meaning).
     let text = "[[{\"events\": [[\"w\", 1, 1], [\"w\", 2, 0]], \"committed\": true}],\n [{\"events\": [[\"w\", 1, 1], [\"r\", 1, 1], [\"r\", 2, 0]], \"committed\": true}]]";
     let l = both(text.as_bytes(), |r| read_dbcop_json(r, &p("h.json"))).unwrap();
     assert!(l.history.has_duplicates());
     assert_eq!(krait_history::summarize(&l.history).repeated_writes, 1);
-    assert_eq!(l.history.init_value, Some(0));
+    assert_eq!(l.history.init_value, None);
+    let r = krait_history::resolve(&l.history);
+    assert_eq!(r.read_from[4], 1, "the read of 2 = 0 reads T1's write of 0");
     assert_eq!(
         render(&l.history),
         "1:\n  T1 committed: w 1=1 w 2=0\n2:\n  T2 committed: w 1=1 r 1=1 r 2=0\n"

@@ -87,9 +87,11 @@ impl Collector {
         self.sessions[s].1.last_mut()
     }
     /// Builds the history, sessions in order of first appearance (empty ones left out).
-    /// `zero_is_initial`: every key starts at 0 (the convention of dbcop and PolySI): a read of
-    /// 0 reads the initial state where no write of the key wrote 0, and may read either where
-    /// one did.
+    /// `zero_is_initial`: every key starts at 0 (the convention of dbcop, PolySI and IsoVista):
+    /// a read of 0 reads the initial state where no write of the key wrote 0, and that write
+    /// where one did. IsoVista's histories begin with a transaction writing 0 to every key, its
+    /// initial state made explicit: taking the initial state as one more candidate would let
+    /// that transaction float into the middle of the order and reset keys (a false ACCEPT).
     pub fn finish(mut self, path: &Path, zero_is_initial: bool) -> Result<History, InputError> {
         let zero_written: HashSet<KeyId> = if zero_is_initial {
             self.sessions
@@ -102,9 +104,6 @@ impl Collector {
         } else {
             HashSet::new()
         };
-        if zero_is_initial {
-            self.b.set_init_value(0);
-        }
         let has_lists = self
             .sessions
             .iter()
