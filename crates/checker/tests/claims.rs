@@ -4,7 +4,7 @@
 //! before any other finding, wherever the parallel pass stopped.
 
 use krait_checker::{check, Anomaly, Defer, Options, Verdict};
-use krait_history::{History, HistoryBuilder, OpKind, TxnStatus, DELETE_WRITE_ID};
+use krait_history::{History, HistoryBuilder, OpKind, TxnStatus, DELETE_WRITE_ID, INIT_WRITE_ID};
 
 /// One operation with its claims: (kind, key, value, value hash, writer named).
 type Op = (OpKind, u32, u64, u64, u64);
@@ -80,6 +80,45 @@ fn each_kind_of_claim_problem_is_a_garbage_read() {
         garbage(&delete),
         "T2 read k0 naming a delete, which the log format cannot attribute to one writer"
     );
+}
+
+/// A read of a key's initial version (write id `0xbebeebee`): (key, value hash, writer named).
+fn r_init(key: u32, hash: u64, writer: u64) -> Op {
+    (OpKind::ReadInit, key, INIT_WRITE_ID, hash, writer)
+}
+
+#[test]
+fn two_reads_of_one_initial_version_with_different_hashes_are_a_garbage_read() {
+    let h = history(
+        2,
+        &[
+            vec![(1, vec![r_init(0, 70, 0), r_init(1, 5, 0)])],
+            vec![(2, vec![r_init(1, 5, 0), r_init(0, 71, 0)])],
+        ],
+    );
+    assert_eq!(
+        garbage(&h),
+        "T2 read the initial version of k0 with value hash 0x47, but T1 read it with value hash 0x46: a key's initial version holds one value, so one of them returned a value nobody wrote"
+    );
+    let mut report = serde_json::to_value(check(&h, &Options::default()).unwrap()).unwrap();
+    report["level"] = "serializable".into();
+    assert!(
+        krait_verify::verify(&h, &report).is_ok(),
+        "{:?}",
+        krait_verify::verify(&h, &report)
+    );
+    // The same hash everywhere, or differing only on an aborted reader: no problem.
+    let same = history(
+        2,
+        &[
+            vec![(1, vec![r_init(0, 70, 0)])],
+            vec![(2, vec![r_init(0, 70, 0)])],
+        ],
+    );
+    assert!(matches!(
+        check(&same, &Options::default()).unwrap().verdict,
+        Verdict::Accept
+    ));
 }
 
 #[test]

@@ -126,6 +126,7 @@ pub fn reason(f: &Facts, report: &Value) -> Result<String, Problem> {
                     })
             })
         }),
+        "garbage-read" if h.cobra.is_some() => garbage_read(f, &readers),
         other => {
             return Err(Problem::Unsupported(format!(
                 "a {other} certificate (not derivable from the history by definition alone)"
@@ -213,4 +214,29 @@ fn incompatible(f: &Facts, named: &[TxnId]) -> bool {
         }
     }
     false
+}
+
+/// Cobra's claims contradict the history among `readers`: a read whose value hash differs from
+/// the hash its write recorded or that names another writer, or two reads of one key's initial version (by the same write id)
+/// with different hashes, since that version holds one value.
+fn garbage_read(f: &Facts, readers: &[TxnId]) -> bool {
+    let h = f.h;
+    let Some(c) = &h.cobra else { return false };
+    let mut initial: HashMap<(u32, u64), u64> = HashMap::new();
+    readers.iter().any(|&t| {
+        h.ops(t).any(|o| match h.op_kind[o] {
+            OpKind::ReadInit => {
+                let hash = c.get(h, o).0;
+                *initial.entry((h.op_key[o], h.op_value[o])).or_insert(hash) != hash
+            }
+            OpKind::Read => match f.seen(o) {
+                Seen::Write(w) => {
+                    let (hash, writer) = c.get(h, o);
+                    hash != c.get(h, w).0 || writer != h.txn_ext[f.op_txn[w] as usize]
+                }
+                _ => false,
+            },
+            OpKind::Write => false,
+        })
+    })
 }

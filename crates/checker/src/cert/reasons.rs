@@ -125,8 +125,20 @@ impl Certificate {
             ReadProblem::AmbiguousDelete => {
                 format!("{} read {k} naming a delete, which the log format cannot attribute to one writer", txn_name(h, t))
             }
+            ReadProblem::InitialMismatch {
+                read,
+                earlier,
+                earlier_op,
+            } => format!(
+                "{} read the initial version of {k} with value hash {read:#x}, but {} read it with value hash {earlier:#x}: a key's initial version holds one value, so one of them returned a value nobody wrote",
+                txn_name(h, t),
+                txn_name(h, r.op_txn[*earlier_op as usize])
+            ),
         };
         let mut ts = vec![t];
+        if let ReadProblem::InitialMismatch { earlier_op, .. } = p {
+            ts.push(r.op_txn[*earlier_op as usize]);
+        }
         if let Some(w) = r.writer_txn(o) {
             ts.push(w);
         }

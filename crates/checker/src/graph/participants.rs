@@ -82,6 +82,10 @@ pub(crate) fn participants(
             });
         }
     }
+    let txn_of = |o: u32| h.txn_ops.partition_point(|&s| s <= o) - 1;
+    if let Some((op, problem)) = krait_history::initial_claim_problem(h, |o| inc[txn_of(o)]) {
+        return Err(Finding::ReadProblem { op, problem });
+    }
     let mut node_txn = Vec::new();
     let mut txn_node = vec![u32::MAX; h.num_txns()];
     for t in 0..h.num_txns() {

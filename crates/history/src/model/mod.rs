@@ -19,8 +19,8 @@ pub use claims::{CobraClaims, COMPACT_FROM};
 pub use first_writes::{Writer, Writers};
 pub(crate) use resolve::writer_txns;
 pub use resolve::{
-    claim_problem, claim_problems, op_txns, resolve, resolve_deferred, resolve_unchecked,
-    ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
+    claim_problem, claim_problems, initial_claim_problem, op_txns, resolve, resolve_deferred,
+    resolve_unchecked, ReadProblem, Resolution, FROM_AMBIGUOUS, FROM_INIT, FROM_NOBODY,
 };
 pub use simple::{build_history, BuildError, SimpleTxn};
 pub use stream::{Keys, TxnRecord};

@@ -36,6 +36,17 @@ pub enum ReadProblem {
     },
     /// The read names a delete, which Cobra's format cannot tell apart from other deletes.
     AmbiguousDelete,
+    /// Cobra: the read of a key's initial version (or of its absence) claims value hash `read`,
+    /// an earlier read of the same claims `earlier` (op `earlier_op`): the initial version holds
+    /// one value, so one of the two returned a value nobody wrote.
+    InitialMismatch {
+        /// The value hash this read saw.
+        read: u64,
+        /// The value hash the earlier read of the initial version saw.
+        earlier: u64,
+        /// That earlier read.
+        earlier_op: OpId,
+    },
 }
 
 /// Every read resolved: what it observed, and the problems found on the way.
@@ -301,6 +312,36 @@ pub fn claim_problem(
         read: hash,
         written,
     })
+}
+
+/// Cobra: the first read of a key's initial version whose value hash differs from that of an
+/// earlier read of it, among the reads `counts` takes (those of transactions that take part).
+/// The initial version and the absent row are told apart by the write id each read names
+/// (`0xbebeebee`, `0xdeadbeef`), so each is compared only with its own kind.
+pub fn initial_claim_problem(
+    h: &History,
+    counts: impl Fn(OpId) -> bool,
+) -> Option<(OpId, ReadProblem)> {
+    let c = h.cobra.as_ref()?;
+    let mut first: crate::fxhash::FxHashMap<(KeyId, u64), (u64, OpId)> = Default::default();
+    for o in (0..h.num_ops()).filter(|&o| h.op_kind[o] == OpKind::ReadInit) {
+        if !counts(o as OpId) {
+            continue;
+        }
+        let hash = c.get(h, o).0;
+        let (earlier, earlier_op) = *first
+            .entry((h.op_key[o], h.op_value[o]))
+            .or_insert((hash, o as OpId));
+        if earlier != hash {
+            let p = ReadProblem::InitialMismatch {
+                read: hash,
+                earlier,
+                earlier_op,
+            };
+            return Some((o as OpId, p));
+        }
+    }
+    None
 }
 
 /// The writer transaction of each read (None for initial reads, reads of nobody and ambiguous
