@@ -57,6 +57,10 @@ pub(crate) struct Final {
     pub read_from: Vec<u32>,
     /// The transaction of each op.
     pub op_txn: Vec<krait_history::TxnId>,
+    /// Unknown outcomes taken as committed to find this ACCEPT, though no read names one of
+    /// them alone: another set may be what a later round needs, so the online checker neither
+    /// holds them committed from now on nor collects on a graph that assumes them.
+    pub assumed: Vec<TxnId>,
 }
 
 /// Checks `h`; with `want_final`, an ACCEPT also returns its graph (online garbage collection).
@@ -99,10 +103,13 @@ pub(crate) fn run(
         return crate::weak::run(h, opts).map(|r| (r, None));
     }
     let first = run_once(h, opts, carried, want_final, &[])?;
-    if !first.0.verdict.is_reject() || carried.is_some() || !h.has_duplicates() {
+    // A read of the initial value may also have read a write of it (a delete): that write's
+    // transaction is a candidate as much as a second writer of a repeated value is.
+    if !first.0.verdict.is_reject() || !(h.has_duplicates() || h.init_value.is_some()) {
         return Ok(first);
     }
-    let maybe = unknown_candidates(h);
+    let known = carried.map_or(&[][..], |c| &c.committed_unknown[..]);
+    let maybe = unknown_candidates(h, known);
     if maybe.is_empty() {
         return Ok(first);
     }
@@ -125,9 +132,14 @@ pub(crate) fn run(
             .filter(|&i| mask >> i & 1 == 1)
             .map(|i| maybe[i])
             .collect();
-        let (report, fin) = run_once(h, opts, carried, want_final, &set)?;
+        let (report, mut fin) = run_once(h, opts, carried, want_final, &set)?;
         match report.verdict {
-            Verdict::Accept => return Ok((report, fin)),
+            Verdict::Accept => {
+                if let Some(f) = &mut fin {
+                    f.assumed = set;
+                }
+                return Ok((report, fin));
+            }
             // Without an answer for this set, the REJECT is not confirmed.
             Verdict::Unknown { .. } => unknown.get_or_insert((report, fin)),
             Verdict::Reject(_) => continue,
@@ -139,8 +151,9 @@ pub(crate) fn run(
 /// At most this many unknown outcomes are tried as committed, each set of them (2^n checks).
 const MAX_UNKNOWN_WRITERS: usize = 8;
 
-/// Transactions of unknown outcome whose final write of a key is a candidate of some read.
-fn unknown_candidates(h: &History) -> Vec<TxnId> {
+/// Transactions of unknown outcome whose final write of a key is a candidate of some read,
+/// less those already `known` to have committed (an earlier round found them read).
+fn unknown_candidates(h: &History, known: &[TxnId]) -> Vec<TxnId> {
     let r = krait_history::resolve(h);
     let mut out: Vec<TxnId> = r
         .cand_ops
@@ -148,6 +161,7 @@ fn unknown_candidates(h: &History) -> Vec<TxnId> {
         .filter(|&&w| w < krait_history::FROM_AMBIGUOUS)
         .map(|&w| r.op_txn[w as usize])
         .filter(|&t| h.txn_status[t as usize] == krait_history::TxnStatus::Unknown)
+        .filter(|t| !known.contains(t))
         .collect();
     out.sort_unstable();
     out.dedup();
@@ -288,6 +302,7 @@ fn run_once(
                 remaining,
                 read_from: std::mem::take(&mut r.read_from),
                 op_txn: std::mem::take(&mut r.op_txn),
+                assumed: Vec::new(),
             });
             (Verdict::Accept, order, matched, fin)
         }

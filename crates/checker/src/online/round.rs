@@ -28,6 +28,9 @@ impl Online {
         if self.verdict.is_some() {
             return Ok(None);
         }
+        if self.repeated && self.opts.check.level == crate::Level::Causal {
+            return Err(OnlineError::CausalRepeated);
+        }
         let t0 = Instant::now();
         let blocked = self.blocked_set(force);
         let waiting_before = self.waiting();
@@ -100,10 +103,13 @@ impl Online {
         }
         // Unknown-outcome transactions someone read from have committed: keep them in, still
         // without a commit point in their session (their readers may be collected later).
+        // Those only assumed committed stay undecided: a later round tries every set again.
+        let assumed = fin.as_ref().map_or(&[][..], |f| &f.assumed[..]);
         for (t, &id) in txn_slab.iter().enumerate() {
             let l = self.slab[id as usize].as_mut().unwrap();
             if l.t.status == TxnStatus::Unknown
                 && fin.as_ref().is_some_and(|f| f.b.txn_node[t] != NONE)
+                && !assumed.contains(&(t as TxnId))
             {
                 l.read_unknown = true;
             }
@@ -114,7 +120,11 @@ impl Online {
         if let Some(fin) = fin {
             // Below 2 nothing is old, nothing was ever deleted, and nothing needs carrying
             // but the edges causal consistency forced this round (computed once, see `causal`).
-            if agree >= 2 && !self.lists_seen && self.opts.gc {
+            let open = self.unknown_writer_open(&fin);
+            if st.gc_held.is_none() {
+                st.gc_held = open.clone();
+            }
+            if agree >= 2 && !self.lists_seen && self.opts.gc && open.is_none() {
                 st.deleted = if self.repeated {
                     let old_below = self.agree_with_withheld_reads(agree);
                     if old_below >= 2 {
@@ -234,6 +244,36 @@ impl Online {
             committed_unknown,
             op_src,
             withheld,
+        })
+    }
+
+    /// With repeated values: whether collection must wait, because the round's ACCEPT took a
+    /// transaction of unknown outcome as committed without a read that shows it did (another
+    /// set may serve a later round), or because a live one that writes has not been shown
+    /// committed yet. A later read of its value may choose it, adding an old writer to its
+    /// keys, while collection judged which old versions may still be read without it: a
+    /// deletion made so could leave a later round unable to place it (a false REJECT).
+    /// Says which, where one does.
+    fn unknown_writer_open(&self, fin: &crate::pipeline::Final) -> Option<String> {
+        if !fin.assumed.is_empty() {
+            return Some(format!(
+                "this round's ACCEPT took {} transaction(s) of unknown outcome as committed",
+                fin.assumed.len()
+            ));
+        }
+        if self.repeated && self.initial.is_some() {
+            return Some("the initial value is also written (deletes, or a write of the initial value): a read of it may have read the initial state".into());
+        }
+        let open = self.slab.iter().flatten().find(|l| {
+            l.t.status == TxnStatus::Unknown
+                && !l.read_unknown
+                && l.t.ops.iter().any(|o| o.0 == OpKind::Write)
+        });
+        open.filter(|_| self.repeated).map(|l| {
+            format!(
+                "T{}, of unknown outcome, may yet be read (values repeat)",
+                l.t.ext
+            )
         })
     }
 

@@ -148,6 +148,9 @@ pub enum OnlineError {
         /// The key.
         key: String,
     },
+    /// Causal consistency online where values repeat (or rows are deleted).
+    #[error("causal consistency is checked in rounds only where every written value is unique, and here values repeat (or rows are deleted): a read's writer is then in doubt until every write it may have read has arrived, while the causal check fixes the edges a read forces once, in the round that admits it; check the whole history at once")]
+    CausalRepeated,
     /// A saved state that cannot be restored, or a state that cannot be saved.
     #[error("online checker state: {0}")]
     State(String),

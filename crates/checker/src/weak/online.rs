@@ -164,6 +164,7 @@ pub(crate) fn causal_round(
         remaining: Vec::new(),
         read_from: r.read_from,
         op_txn: r.op_txn,
+        assumed: Vec::new(),
     };
     let report = Report::plain(name, Verdict::Accept, stats, timings, None);
     Ok(CausalRound {

@@ -196,6 +196,11 @@ pub fn option_sets() -> Vec<(&'static str, OnlineOptions)> {
 /// small range (with `init_zero`, from 0 up, and every key starts at 0, dbcop's convention),
 /// so most reads have several possible writers, some of them deleted by the time they are
 /// checked online. Fences keep unique values, as the collector issues them.
+///
+/// Some transactions end with an unknown outcome: half of those took effect, some of these
+/// only after a few later transactions began (a commit whose acknowledgement was lost while
+/// the write landed late), and the others never did; stale reads may miss the reader's own
+/// session's earlier writes.
 pub fn random_fenced_repeated(r: &mut Rng) -> History {
     let nsessions = 2 + r.below(3) as usize;
     let keys = 1 + r.below(3);
@@ -204,12 +209,25 @@ pub fn random_fenced_repeated(r: &mut Rng) -> History {
     let stale = r.below(30);
     let range = 2 + r.below(3);
     let init_zero = r.chance(30);
+    let unknown = if r.chance(50) { 0 } else { 2 + r.below(7) };
     let mut versions: Vec<Vec<u64>> = vec![Vec::new(); keys as usize];
+    // Writes of unknown outcomes that land later: (transactions still to begin first, writes).
+    let mut landing: Vec<(u64, Vec<(usize, u64)>)> = Vec::new();
     let mut fence_val: Option<u64> = None;
     let mut next_fence = 1u64;
     let mut per_session = vec![0u64; nsessions];
     let mut txns = Vec::new();
     for i in 0..n {
+        for (wait, writes) in &mut landing {
+            if *wait == 0 {
+                for (k, v) in writes.drain(..) {
+                    versions[k].push(v);
+                }
+            } else {
+                *wait -= 1;
+            }
+        }
+        landing.retain(|(_, w)| !w.is_empty());
         let s = r.below(nsessions as u64) as usize;
         per_session[s] += 1;
         if per_session[s].is_multiple_of(fence_every) {
@@ -252,15 +270,20 @@ pub fn random_fenced_repeated(r: &mut Rng) -> History {
         }
         let status = if r.chance(4) {
             TxnStatus::Aborted
+        } else if r.chance(unknown) {
+            TxnStatus::Unknown
         } else {
             TxnStatus::Committed
         };
-        if status == TxnStatus::Committed {
-            for (k, v) in own.iter().enumerate() {
-                if let Some(v) = v {
-                    versions[k].push(*v);
-                }
-            }
+        let writes: Vec<(usize, u64)> = own
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        match status {
+            TxnStatus::Committed => landing.push((0, writes)),
+            TxnStatus::Unknown if r.chance(50) => landing.push((r.below(4), writes)),
+            _ => {}
         }
         let start = (i * 10).saturating_sub(r.below(40));
         txns.push(t.status(status).times(start, i * 10 + 5));
