@@ -1,5 +1,10 @@
-//! krait-verify: checks a verdict against the raw history, written apart from the checker (it
-//! shares only the history reader), so that a mistake in one is unlikely to hide in the other.
+//! krait-verify: checks a verdict against the raw history, written apart from the checker, so
+//! that a mistake in one is unlikely to hide in the other.
+//!
+//! Native JSON Lines histories (a file or a directory of `*.jsonl`) are read by the verifier's
+//! own reader ([`jsonl`]), so that a bug in the shared reader is not confirmed by both; the
+//! other formats (Cobra logs, Elle EDN, PolySI text, dbcop, NATS streams) still come through
+//! krait-history's readers, shared with the checker.
 //!
 //! - REJECT with a cycle: every edge is re-derived from the history — session and real-time
 //!   order, write→read, and each version order either a fact (a read-modify-write directly
@@ -22,6 +27,7 @@
 
 mod counted;
 mod facts;
+pub mod jsonl;
 mod reasons;
 mod replay;
 mod weak;

@@ -1,12 +1,14 @@
 //! `krait verify-certificate`: confirm a verdict against the raw history with krait-verify, a
 //! second checker written apart from the first, so a bug in the checker cannot vouch for itself.
+//! Native JSON Lines are read by krait-verify's own reader for the same reason; other formats
+//! by the reader the checker shares.
 
 use crate::exit;
 use crate::files::load;
 use anyhow::Context;
 use clap::Args;
-use krait_history::Format;
-use std::path::PathBuf;
+use krait_history::{Format, History, InputError};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 // The arguments of `krait verify-certificate`.
@@ -25,12 +27,12 @@ pub struct VerifyCertificateArgs {
 
 /// Exit 0: confirmed; 1: refuted; 2: bad input; 3: a verdict of a kind it cannot confirm.
 pub fn run(a: &VerifyCertificateArgs) -> anyhow::Result<ExitCode> {
-    let loaded = load(&a.history, a.format)?;
+    let history = load_history(&a.history, a.format)?;
     let text = std::fs::read_to_string(&a.cert)
         .with_context(|| format!("reading {}", a.cert.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a krait check --json verdict", a.cert.display()))?;
-    match krait_verify::verify(&loaded.history, &v) {
+    match krait_verify::verify(&history, &v) {
         Ok(what) => {
             println!("confirmed: {what}");
             Ok(ExitCode::SUCCESS)
@@ -44,4 +46,27 @@ pub fn run(a: &VerifyCertificateArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(exit::UNKNOWN))
         }
     }
+}
+
+/// The history the verdict is about: native JSON Lines through krait-verify's own reader (a
+/// bug in the shared one would otherwise be confirmed by both), anything else through the
+/// shared reader.
+fn load_history(path: &Path, format: Option<Format>) -> Result<History, InputError> {
+    let native = !crate::stream::is_stream(path)
+        && match format {
+            Some(f) => f == Format::Jsonl,
+            None => krait_history::detect(path)? == Format::Jsonl,
+        };
+    if !native {
+        return Ok(load(path, format)?.history);
+    }
+    let unrecorded = path.join(krait_history::UNRECORDED_FILE);
+    if path.is_dir() && unrecorded.is_file() {
+        // The shared reader's warning names the statements; this reader only notes them.
+        eprintln!(
+            "warning: {}: some statements were not recorded (`krait check` names them); a verdict covers what was recorded",
+            unrecorded.display()
+        );
+    }
+    krait_verify::jsonl::read_path(path)
 }
