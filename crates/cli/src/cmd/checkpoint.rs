@@ -7,8 +7,11 @@
 //! and the crash.
 //!
 //! The file is one JSON header line, for people and scripts (stream, level, round, record,
-//! transactions), then the state in postcard. It is written to a temporary file, synced and
-//! renamed, so a crash leaves the old checkpoint or the new one, never half of one.
+//! transactions), then the state in postcard, then eight bytes: the xxHash64 of all before
+//! them. It is written to a temporary file, synced and renamed, so a crash leaves the old
+//! checkpoint or the new one, never half of one; a disk, a copy or an editor that changes any
+//! byte later makes it refused, never loaded: a state read back wrong once gave a correct
+//! history a REJECT (a session edge to a transaction it never had, a write nobody made).
 
 use crate::stream::FollowerState;
 use anyhow::Context;
@@ -17,7 +20,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The layout's version: a checkpoint of another layout is refused, never misread.
-const VERSION: u64 = 3;
+const VERSION: u64 = 4;
+
+/// Bytes of the checksum that ends the file.
+const SUM: usize = 8;
 
 /// Where and how often a watch saves its state.
 pub(crate) struct Checkpoint {
@@ -77,8 +83,11 @@ impl Checkpoint {
         let version = head["krait_checkpoint"].as_u64().unwrap_or(0);
         anyhow::ensure!(
             version == VERSION,
-            "{p}: a checkpoint of layout {version}, not {VERSION} (another krait version): remove it to check the stream from its start"
+            "{p}: a checkpoint of layout {version}, not {VERSION} (another krait version, or a damaged file): remove it to check the stream from its start"
         );
+        let body = checked(&bytes).with_context(|| {
+            format!("{p}: the checkpoint does not match its checksum (cut, or changed since it was written): remove it to check the stream from its start")
+        })?;
         let field = |f: &str| {
             head[f]
                 .as_u64()
@@ -98,7 +107,7 @@ impl Checkpoint {
             self.level,
             text("level")
         );
-        let saved: Saved = postcard::from_bytes(&bytes[nl.unwrap() + 1..])
+        let saved: Saved = postcard::from_bytes(&body[nl.unwrap() + 1..])
             .with_context(|| format!("{p}: the saved state is unreadable (cut or altered)"))?;
         let header = Header {
             round: field("round")?,
@@ -128,10 +137,13 @@ impl Checkpoint {
         });
         let tmp = self.path.with_extension("tmp");
         (|| -> std::io::Result<()> {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-            writeln!(f, "{head}")?;
-            f.write_all(&postcard::to_stdvec(s).map_err(std::io::Error::other)?)?;
-            f.into_inner()?.sync_all()?;
+            let mut bytes = format!("{head}\n").into_bytes();
+            bytes.extend(postcard::to_stdvec(s).map_err(std::io::Error::other)?);
+            let sum = krait_history::hash_bytes(&bytes);
+            bytes.extend(sum.to_le_bytes());
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
             std::fs::rename(&tmp, &self.path)
         })()
         .with_context(|| format!("writing {}", self.path.display()))?;
@@ -139,6 +151,13 @@ impl Checkpoint {
         self.last = Some(Instant::now());
         Ok(())
     }
+}
+
+/// The file without its checksum, where the checksum matches.
+fn checked(bytes: &[u8]) -> Option<&[u8]> {
+    let at = bytes.len().checked_sub(SUM)?;
+    let (body, sum) = bytes.split_at(at);
+    (krait_history::hash_bytes(body).to_le_bytes() == sum).then_some(body)
 }
 
 #[cfg(test)]
@@ -186,9 +205,57 @@ mod tests {
         // A cut file is refused, not misread.
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() - 3]).unwrap();
-        assert!(refused("nats://h:1/S", "serializable").contains("unreadable"));
+        assert!(refused("nats://h:1/S", "serializable").contains("checksum"));
         std::fs::write(&p, b"{\"krait_checkpoint\":1}\n").unwrap();
         assert!(refused("nats://h:1/S", "serializable").contains("layout 1"));
+        let _ = std::fs::remove_file(&p);
+    }
+
+    /// A real checker's state, saved, then every byte of the file changed in turn (each bit
+    /// pattern flipped once): each damaged file is refused, so no verdict ever comes from it.
+    #[test]
+    fn every_damaged_byte_of_a_real_checkpoint_is_refused() {
+        use krait_checker::online::{replay, Online, OnlineOptions};
+        use krait_history::{build_history, SimpleTxn};
+        let mut txns = Vec::new();
+        for i in 0..40u64 {
+            // Each reads what the one five before wrote to its key, then writes the key.
+            let (s, k) = ((i % 3) as usize, format!("k{}", i % 5));
+            let t = SimpleTxn::new(s, i + 1);
+            let t = if i >= 5 { t.r(&k, 95 + i) } else { t };
+            txns.push(t.w(&k, 100 + i));
+        }
+        let h = build_history(&txns).unwrap();
+        let on = replay(&h, OnlineOptions::default(), 7, |_, _| {}).unwrap();
+        assert!(on.verdict().is_none(), "the history is serializable");
+        let p = std::env::temp_dir().join(format!("krait-cp-flip-{}.ckpt", std::process::id()));
+        let every = Duration::from_secs(1);
+        let s = Saved {
+            txns: 40,
+            session_ids: vec![0, 1, 2],
+            follower: FollowerState::default(),
+            online: on.save().unwrap(),
+        };
+        Checkpoint::new(&p, "nats://h:1/S", "serializable", every)
+            .save(6, 40, &s)
+            .unwrap();
+        let good = std::fs::read(&p).unwrap();
+        let load = || Checkpoint::new(&p, "nats://h:1/S", "serializable", every).load();
+        let (_, back) = load().unwrap().unwrap();
+        let restored = Online::restore(OnlineOptions::default(), &back.online).unwrap();
+        assert_eq!(restored.live(), on.live());
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[i] ^= flip;
+                std::fs::write(&p, &bad).unwrap();
+                assert!(
+                    load().is_err(),
+                    "byte {i} of {} xor {flip:#x}: loaded",
+                    good.len()
+                );
+            }
+        }
         let _ = std::fs::remove_file(&p);
     }
 }
