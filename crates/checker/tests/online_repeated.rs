@@ -74,11 +74,12 @@ fn committed(h: &krait_history::History) -> usize {
 fn ten_thousand_fenced_histories_with_repeated_values_online_equals_one_shot() {
     use rayon::prelude::*;
     let mut r = Rng(0x5eed_d0b1_0001);
-    let histories: Vec<_> = (0..10_000)
+    let histories: Vec<_> = (0..10_100)
         .map(|i| (i, random_fenced_repeated(&mut r)))
         // A few write too little to repeat anything: the unique path checks those.
         .filter(|(_, h)| h.has_duplicates() || h.init_value.is_some())
         .collect();
+    assert!(histories.len() >= 10_000, "{}", histories.len());
     let sets = option_sets();
     let seen = histories
         .par_iter()
