@@ -9,6 +9,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+/// How long reading a whole stream waits out its server's outage before it gives up (a
+/// follower waits for as long as it runs).
+const OUTAGE_LIMIT: Duration = Duration::from_secs(60);
+
 /// Whether a history argument names a stream rather than a path.
 pub(crate) fn is_stream(path: &Path) -> bool {
     path.to_str().is_some_and(Target::is_nats)
@@ -47,6 +51,14 @@ pub(crate) fn read_all(path: &Path) -> Result<Loaded, InputError> {
         if none && src.caught_up().map_err(|e| input_error(path, e))? {
             break;
         }
+        if let Some(d) = src.unreachable_for().filter(|d| *d > OUTAGE_LIMIT) {
+            let why = format!(
+                "the stream has been unreachable for {:.0} s after record {}",
+                d.as_secs_f64(),
+                src.seen()
+            );
+            return Err(input_error(path, why));
+        }
     }
     asm.finish(&mut lines);
     let mut text = lines.join("\n");
@@ -76,6 +88,10 @@ pub(crate) struct StreamFollower {
     /// Sessions whose end record arrived, not yet told to the caller.
     ended: Vec<String>,
     ended_tokens: std::collections::HashSet<String>,
+    /// The server was unreachable at the last poll.
+    down: bool,
+    /// The last poll read the stream to its end (reachable, and fewer records than asked).
+    drained: bool,
 }
 
 /// What a follower has taken in, up to a stream position: saved with `watch --checkpoint`,
@@ -116,6 +132,8 @@ impl StreamFollower {
             unannounced: Vec::new(),
             ended: Vec::new(),
             ended_tokens: Default::default(),
+            down: false,
+            drained: false,
         })
     }
 
@@ -164,6 +182,8 @@ impl StreamFollower {
             unannounced: st.unannounced,
             ended: st.ended,
             ended_tokens: st.ended_tokens.into_iter().collect(),
+            down: false,
+            drained: false,
         })
     }
 
@@ -238,6 +258,16 @@ impl StreamFollower {
             .map_err(|e| input_error(&self.path, e))?;
         let grew = !got.is_empty();
         let now = std::time::Instant::now();
+        let down = self.src.unreachable_for().is_some();
+        if self.down && !down {
+            // Nobody could send while the server was away: silences start again now.
+            for e in self.seen.values_mut() {
+                e.1 = now;
+            }
+            self.last_any = Some(now);
+        }
+        self.down = down;
+        self.drained = !down && got.len() < max;
         let mut lines = Vec::new();
         for r in got {
             if self.lost.contains(&r.session) || self.ended_tokens.contains(&r.session) {
@@ -282,6 +312,32 @@ impl StreamFollower {
     /// The stream sequence of the last record read.
     pub(crate) fn seen(&self) -> u64 {
         self.src.seen()
+    }
+
+    /// Whether the server was unreachable at the last poll: no quiet, no sweep, no end.
+    pub(crate) fn unreachable(&self) -> bool {
+        self.down
+    }
+
+    /// Whether the last poll read the stream to its end: a sweep, after which a read still
+    /// naming no write seen has waited one more time.
+    pub(crate) fn drained(&self) -> bool {
+        self.drained
+    }
+
+    /// Whether every record the stream holds has been read (false while it cannot be asked).
+    pub(crate) fn caught_up(&mut self) -> bool {
+        self.src.caught_up().unwrap_or(false)
+    }
+
+    /// What happened to the connection since the last call (lost, regained, reread).
+    pub(crate) fn take_notices(&mut self) -> Vec<String> {
+        self.src.take_notices()
+    }
+
+    /// The stream's last record and the last one read.
+    pub(crate) fn coverage(&mut self) -> Result<krait_transport::Coverage, InputError> {
+        self.src.coverage().map_err(|e| input_error(&self.path, e))
     }
 
     /// The sessions that ended normally since the last call (their end record arrived).

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::nats::{check, krait, skip, stop, tmp, watch, watched, Stream};
+use common::nats::{check, generated, krait, skip, stop, tmp, watch, watched, Stream};
 use common::TempPg;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -235,6 +235,65 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
     let (code, streamed) = check(&stream.url);
     assert_eq!(code, 0, "{streamed}");
     assert_eq!(streamed["history"], local["history"]);
+    drop(stream);
+    stop(&mut server, libc::SIGTERM);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The verifier across server restarts: nats-server killed (SIGKILL) and started again on the
+/// same store twice, each time for longer than `--idle-exit`, while `watch` follows a stream
+/// eight publishers fill. The watch says it lost and regained the stream, takes no outage for
+/// quiet (it once ended with an ACCEPT of a quarter of the stream, or rejected a read whose
+/// writer the outage held back), and its verdict covers every record: the same as `krait
+/// check` of the stream afterwards.
+#[test]
+fn watch_across_two_server_restarts_covers_every_record() {
+    let Some(bin) = nats_server() else {
+        skip("no nats-server (apt-get install nats-server)");
+        return;
+    };
+    let dir = tmp("watch-restart");
+    let port = free_port();
+    let mut server = start_server(&bin, port, &dir.join("js"));
+    let stream = Stream::new(&format!("nats://127.0.0.1:{port}"), "watchrestart");
+    let h = dir.join("h.jsonl");
+    generated(&h, "60000", &[]);
+    let w = watch(&stream.url, "8", &["--idle-exit", "2s"]);
+    let publish = krait()
+        .args([
+            "convert",
+            h.to_str().unwrap(),
+            &stream.url,
+            "--publishers",
+            "8",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(800));
+        stop(&mut server, libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(2500));
+        server = start_server(&bin, port, &dir.join("js"));
+    }
+    wait_ok(publish, "publishing across the restarts");
+    let (code, lines, err) = watched(w);
+    let last = lines.last().cloned().unwrap_or_default();
+    assert_eq!(code, Some(0), "{last} {err}");
+    assert!(
+        err.contains("lost the stream") && err.contains("regained the stream"),
+        "{err}"
+    );
+    let (code, streamed) = check(&stream.url);
+    assert_eq!(code, 0, "{streamed}");
+    assert_eq!(
+        last["history"]["txns"], streamed["history"]["txns"],
+        "{last}"
+    );
+    assert_eq!(streamed["history"]["txns"], 60000, "{streamed}");
+    let records = &last["stream_records"];
+    assert_eq!(records["read"], records["stored"], "{last}");
     drop(stream);
     stop(&mut server, libc::SIGTERM);
     let _ = std::fs::remove_dir_all(&dir);

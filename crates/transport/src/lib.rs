@@ -61,4 +61,25 @@ pub trait Source {
     ) -> Result<Vec<Record>, TransportError>;
     /// Whether every record stored when this was asked has been returned by `poll`.
     fn caught_up(&mut self) -> Result<bool, TransportError>;
+    /// The position of the last record the log holds, and of the last one `poll` returned.
+    fn coverage(&mut self) -> Result<Coverage, TransportError>;
+    /// How long the log has been unreachable (None: it answered the last request). A reader
+    /// waiting out an outage counts none of it as quiet: records may be stored meanwhile.
+    fn unreachable_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+    /// What happened to the connection since the last call, in words (lost, regained, a
+    /// record skipped and read again), for the person watching.
+    fn take_notices(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// How far a reader got through the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coverage {
+    /// The position (stream sequence) of the last record the log holds.
+    pub stored: u64,
+    /// The position of the last record returned.
+    pub read: u64,
 }

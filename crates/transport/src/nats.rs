@@ -2,9 +2,12 @@
 //! (`STREAM.<session>`), a message id per record (`<session>.<n>.p|f|e`), so the server drops a
 //! record published twice. Publishing waits for the server's acknowledgement and retries, with
 //! the same id, while the server is unreachable (a restart); reading uses an ordered consumer
-//! from the stream's first record.
+//! from the stream's first record, made again from the last record read when the server is
+//! lost (so a restart costs a reader nothing: it goes on where it stood), and checks that the
+//! stream sequence goes up by one, so a record delivered twice is dropped and one skipped is
+//! read again (or, gone from the stream, is an error: a verdict could not cover it).
 
-use crate::{Kind, Record, Sink, Source, TransportError};
+use crate::{Coverage, Kind, Record, Sink, Source, TransportError};
 use async_nats::jetstream::{self, consumer::pull, stream};
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -201,6 +204,18 @@ impl Connection {
     /// The stream's records after stream sequence `seen`, in order (a restarted reader goes on
     /// after the last record it had taken in).
     pub fn source_after(self: &Arc<Self>, seen: u64) -> Result<NatsSource, TransportError> {
+        Ok(NatsSource {
+            conn: self.clone(),
+            messages: Some(self.consumer_after(seen)?),
+            seen,
+            down_since: None,
+            after_gap: false,
+            notices: Vec::new(),
+        })
+    }
+
+    /// An ordered consumer of the stream's records after stream sequence `seen`.
+    fn consumer_after(&self, seen: u64) -> Result<pull::Ordered, TransportError> {
         let t = &self.target;
         let deliver_policy = if seen == 0 {
             jetstream::consumer::DeliverPolicy::All
@@ -226,11 +241,17 @@ impl Connection {
                 .await
                 .map_err(|e| unavailable(t, "reading the stream", e))
         })?;
-        Ok(NatsSource {
-            conn: self.clone(),
-            messages,
-            seen,
-        })
+        Ok(messages)
+    }
+
+    /// The stream sequence of the last record the stream holds.
+    fn last_sequence(&self) -> Result<u64, TransportError> {
+        self.rt
+            .block_on(async {
+                let mut s = self.js.get_stream(&self.target.stream).await?;
+                Ok::<_, async_nats::Error>(s.info().await?.state.last_sequence)
+            })
+            .map_err(|e| unavailable(&self.target, "reading the stream's state", e))
     }
 }
 
@@ -278,9 +299,15 @@ impl Sink for NatsSink {
 /// The stream's records, as an ordered consumer delivers them.
 pub struct NatsSource {
     conn: Arc<Connection>,
-    messages: pull::Ordered,
+    /// None while it must be made again: the server was lost, or a record was skipped.
+    messages: Option<pull::Ordered>,
     /// The stream sequence of the last record returned.
     seen: u64,
+    /// Since when the server has not answered (None: it answered the last request).
+    down_since: Option<Instant>,
+    /// The consumer was made again after a skipped record: skipped once more, it is gone.
+    after_gap: bool,
+    notices: Vec<String>,
 }
 
 impl NatsSource {
@@ -322,10 +349,99 @@ impl NatsSource {
     }
 }
 
+impl NatsSource {
+    /// The server stopped answering: the consumer is made again on a later poll.
+    fn lose(&mut self, e: impl std::fmt::Display) {
+        self.messages = None;
+        if self.down_since.is_none() {
+            self.down_since = Some(Instant::now());
+            self.notices.push(format!(
+                "lost the stream after record {} ({e}); reconnecting, and none of the outage counts as quiet",
+                self.seen
+            ));
+        }
+    }
+
+    /// Whether the client is connected to the server now (it reconnects by itself).
+    fn connected(&self) -> bool {
+        self.conn.js.client().connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// Makes the consumer again where it is missing, after the last record returned; false
+    /// while the server does not answer (having waited `wait`, as a poll would).
+    fn reopen(&mut self, wait: Duration) -> bool {
+        if self.messages.is_some() {
+            return true;
+        }
+        if !self.connected() {
+            std::thread::sleep(wait);
+            return false;
+        }
+        match self.conn.consumer_after(self.seen) {
+            Ok(m) => {
+                self.messages = Some(m);
+                if let Some(t) = self.down_since.take() {
+                    self.notices.push(format!(
+                        "regained the stream after {:.1} s; reading on after record {}",
+                        t.elapsed().as_secs_f64(),
+                        self.seen
+                    ));
+                }
+                true
+            }
+            Err(e) => {
+                self.lose(e);
+                std::thread::sleep(wait);
+                false
+            }
+        }
+    }
+
+    /// The records of `got` that follow the last one returned, in order: one delivered again
+    /// is dropped; after one skipped, the rest wait for the consumer to be made again.
+    fn in_sequence(&mut self, got: &[jetstream::Message]) -> Result<Vec<Record>, TransportError> {
+        let t = &self.conn.target;
+        let mut out = Vec::with_capacity(got.len());
+        for m in got {
+            let seq = m
+                .info()
+                .map_err(|e| unavailable(t, "reading a record's stream sequence", e))?
+                .stream_sequence;
+            if seq <= self.seen {
+                continue;
+            }
+            if self.seen > 0 && seq != self.seen + 1 {
+                if self.after_gap {
+                    return Err(TransportError::Unavailable(format!(
+                        "{t}: records {}..{} are no longer in the stream (deleted or expired): no verdict could cover them",
+                        self.seen + 1,
+                        seq - 1
+                    )));
+                }
+                self.after_gap = true;
+                self.messages = None;
+                self.notices.push(format!(
+                    "the stream skipped records {}..{}; reading them again",
+                    self.seen + 1,
+                    seq - 1
+                ));
+                break;
+            }
+            self.after_gap = false;
+            self.seen = seq;
+            out.push(self.record(m)?);
+        }
+        Ok(out)
+    }
+}
+
 impl Source for NatsSource {
     fn poll(&mut self, wait: Duration, max: usize) -> Result<Vec<Record>, TransportError> {
+        if !self.reopen(wait) {
+            return Ok(Vec::new());
+        }
         let conn = self.conn.clone();
-        let messages = &mut self.messages;
+        let messages = self.messages.as_mut().expect("made by reopen");
         // One trip into the runtime per poll: up to `wait` for the first record, then what
         // keeps arriving without a pause (a backlog comes in one poll).
         let got = conn.rt.block_on(async {
@@ -341,26 +457,45 @@ impl Source for NatsSource {
             }
             Ok(got)
         });
-        let got = got.map_err(|e| unavailable(&conn.target, "reading", e))?;
-        let mut out = Vec::with_capacity(got.len());
-        for m in &got {
-            if let Ok(info) = m.info() {
-                self.seen = info.stream_sequence;
+        match got {
+            // An ordered consumer waits out a lost connection without a word: nothing read
+            // then is an outage, not a quiet stream.
+            Ok(got) if got.is_empty() && !self.connected() => {
+                self.lose("the connection to the server is down");
+                Ok(Vec::new())
             }
-            out.push(self.record(m)?);
+            Ok(got) => self.in_sequence(&got),
+            Err(e) => {
+                self.lose(e);
+                Ok(Vec::new())
+            }
         }
-        Ok(out)
     }
 
+    /// Unreachable is not caught up: false, and the outage is noted.
     fn caught_up(&mut self) -> Result<bool, TransportError> {
-        let c = &self.conn;
-        let last =
-            c.rt.block_on(async {
-                let mut s = c.js.get_stream(&c.target.stream).await?;
-                Ok::<_, async_nats::Error>(s.info().await?.state.last_sequence)
-            })
-            .map_err(|e| unavailable(&c.target, "reading the stream's state", e))?;
-        Ok(self.seen >= last)
+        match self.conn.last_sequence() {
+            Ok(last) => Ok(self.down_since.is_none() && self.seen >= last),
+            Err(e) => {
+                self.lose(e);
+                Ok(false)
+            }
+        }
+    }
+
+    fn coverage(&mut self) -> Result<Coverage, TransportError> {
+        Ok(Coverage {
+            stored: self.conn.last_sequence()?,
+            read: self.seen,
+        })
+    }
+
+    fn unreachable_for(&self) -> Option<Duration> {
+        self.down_since.map(|t| t.elapsed())
+    }
+
+    fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 }
 

@@ -68,6 +68,8 @@ pub(crate) struct Printer {
     /// Watch: per transaction, ms from its logged commit to the end of the round that checked
     /// it (same machine's clock as the collector's, or clocks in sync), in fixed memory.
     lags: LagHistogram,
+    /// Watch of a stream: how far it was read, against what it holds (said with the verdict).
+    coverage: Option<krait_transport::Coverage>,
 }
 
 /// Wall-clock now in ns, the collector's timestamp unit.
@@ -87,7 +89,27 @@ impl Printer {
             rounds: Vec::new(),
             peak_live: 0,
             lags: LagHistogram::new(),
+            coverage: None,
         }
+    }
+
+    /// A watched stream's last record and the last one read, said with the verdict.
+    pub(crate) fn stream_coverage(&mut self, c: krait_transport::Coverage) {
+        self.coverage = Some(c);
+    }
+
+    /// The coverage in words: a verdict covers the records read, and says so when that is
+    /// not all the stream holds.
+    fn coverage_line(&self) -> Option<String> {
+        let c = self.coverage?;
+        Some(if c.read >= c.stored {
+            format!("stream: all {} records read", c.stored)
+        } else {
+            format!(
+                "stream: {} of its {} records read; the verdict covers those only",
+                c.read, c.stored
+            )
+        })
     }
 
     /// Records the lag of the transactions admitted since the last call (each once).
@@ -174,6 +196,10 @@ impl Printer {
             if a.rss {
                 obj.insert("peak_rss_bytes".into(), memory::peak_rss_bytes().into());
             }
+            if let Some(c) = self.coverage {
+                let records = serde_json::json!({ "stored": c.stored, "read": c.read });
+                obj.insert("stream_records".into(), records);
+            }
             if self.stream {
                 println!("{}", serde_json::to_string(&v)?);
             } else {
@@ -198,6 +224,9 @@ impl Printer {
                 println!(
                     "lag from commit to verified: p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms"
                 );
+            }
+            if let Some(line) = self.coverage_line() {
+                println!("{line}");
             }
         }
         if let (Some(dot), Some(cert)) = (&a.dot, report.and_then(|r| r.verdict.certificate())) {

@@ -101,6 +101,26 @@ impl Feed {
             Feed::Stream(s) => Ok((s.finish(keys)?, Vec::new())),
         }
     }
+    /// A stream whose server did not answer the last poll (files are always there).
+    fn unreachable(&self) -> bool {
+        matches!(self, Feed::Stream(s) if s.unreachable())
+    }
+    /// Whether the last poll read every source to its end: only then has a read still naming
+    /// no write seen waited a sweep more (a stream's backlog, or an outage, is no sweep).
+    fn drained(&self) -> bool {
+        match self {
+            Feed::Files(_) => true,
+            Feed::Stream(s) => s.drained(),
+        }
+    }
+    /// Whether everything stored has been read: a quiet stream must also be caught up (and
+    /// reachable) before --idle-exit ends the watch.
+    fn caught_up(&mut self) -> bool {
+        match self {
+            Feed::Files(_) => true,
+            Feed::Stream(s) => s.caught_up(),
+        }
+    }
     /// Sources known to exist that have given no transaction yet (collection waits for them).
     fn silent(&self) -> usize {
         match self {
@@ -246,9 +266,21 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         let poll_time = Instant::now();
         let mut polled = follower.poll(&mut KeyAdapter(&mut on), w)?;
         let grew = polled.grew;
+        if let Feed::Stream(f) = &mut follower {
+            for n in f.take_notices() {
+                eprintln!("{}: {n}", a.path.display());
+            }
+        }
+        // An outage is no quiet: records may be stored meanwhile, to be read once it ends.
+        let down = follower.unreachable();
+        if down {
+            quiet_since = Instant::now();
+        }
         let ending = !grew
+            && !down
             && w.idle_exit
-                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d);
+                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d)
+            && follower.caught_up();
         if ending {
             let (p, warnings) = follower.finish(&mut KeyAdapter(&mut on))?;
             for wn in warnings {
@@ -288,7 +320,9 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
                 on.close_session(s);
                 out.session_lost(&l.name, l.silent);
             }
-            on.next_sweep(polled.provisional.into_iter().collect());
+            if follower.drained() {
+                on.next_sweep(polled.provisional.into_iter().collect());
+            }
             on.hold_gc = follower.silent() > 0;
             // A backlog takes several rounds.
             while let Some(st) = on.round()? {
@@ -332,6 +366,9 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         if matches!(follower, Feed::Files(_)) {
             std::thread::sleep(w.interval);
         }
+    }
+    if let Feed::Stream(f) = &mut follower {
+        out.stream_coverage(f.coverage()?);
     }
     out.end(a, &on, t0.elapsed(), txns)
 }
