@@ -13,6 +13,9 @@ pub const BAD_INPUT: u8 = 2;
 pub const UNKNOWN: u8 = 3;
 /// `krait run`: the database or the log failed for good; the history so far still loads.
 pub const RUN_FAILED: u8 = 4;
+/// The command's own output could not be written (a full disk, a closed descriptor): what it
+/// checked or recorded is unaffected, but its result was not shown.
+pub const OUTPUT_FAILED: u8 = 5;
 
 /// The exit code of a verdict; no verdict (an online check that found nothing) is ACCEPT.
 pub fn of_verdict(v: Option<&Verdict>) -> ExitCode {

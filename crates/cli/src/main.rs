@@ -50,6 +50,31 @@ enum Cmd {
     Watch(watch::WatchArgs),
 }
 
+/// Standard output that cannot be written (a full disk, a closed descriptor) ends the command
+/// with a line on stderr and [`exit::OUTPUT_FAILED`], not a panic that hides what happened and
+/// the exit code. `print!` and `println!` fail only by panicking, with this message, wherever
+/// a command prints; the hook is the one place all of them pass.
+fn output_failure_is_an_exit_code() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if let Some(cause) = text.strip_prefix("failed printing to stdout: ") {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: the output could not be written ({cause}): what was checked or recorded is unaffected, but the result was not shown"
+            );
+            std::process::exit(exit::OUTPUT_FAILED.into());
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
     krait_cli::alloc::configure();
     // Output piped into `head` and the like: stop quietly when the reader goes away, as Unix
@@ -59,6 +84,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    output_failure_is_an_exit_code();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

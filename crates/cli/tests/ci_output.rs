@@ -192,3 +192,95 @@ fn run_check_takes_the_check_flags() {
         let _ = std::fs::remove_file(format!("{}{suffix}", tmp("run.sqlite").display()));
     }
 }
+
+/// Standard output that cannot be written (`/dev/full`: a full disk) ends a command with a
+/// line on stderr and exit 5, never a panic that hides the exit code: `check`, and `proxy`,
+/// whose summary at exit once panicked so (its history intact, its exit code lost).
+#[test]
+fn output_that_cannot_be_written_is_exit_5_not_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let out = krait()
+        .arg("check")
+        .arg(corpus("accept-counter-written-back.jsonl"))
+        .arg("--json")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("the output could not be written"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    proxy_summary_to_a_full_disk();
+}
+
+fn proxy_summary_to_a_full_disk() {
+    let Some(db) = crate::common::TempPg::new("devfull") else {
+        return;
+    };
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
+        .unwrap();
+    drop(c);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let hist = tmp("devfull-hist");
+    let _ = std::fs::remove_dir_all(&hist);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut proxy = krait()
+        .args([
+            "proxy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--upstream",
+            &db.url,
+        ])
+        .arg("--out")
+        .arg(&hist)
+        .args(["--table", "t:id"])
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = db.url.replace(
+        &db.url[db.url.find('@').unwrap() + 1..db.url.rfind('/').unwrap()],
+        &format!("127.0.0.1:{port}"),
+    );
+    let mut app = None;
+    for _ in 0..100 {
+        match postgres::Client::connect(&url, postgres::NoTls) {
+            Ok(c) => {
+                app = Some(c);
+                break;
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    let mut app = app.expect("the proxy listens");
+    app.batch_execute("BEGIN; UPDATE t SET v = 1 WHERE id = 1; COMMIT")
+        .unwrap();
+    drop(app);
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGINT) };
+    let out = proxy.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(err.contains("the output could not be written"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The history is intact: checked, it holds the update.
+    let check = krait().arg("check").arg(&hist).output().unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&hist);
+}
