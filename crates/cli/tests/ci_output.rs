@@ -235,7 +235,7 @@ fn proxy_summary_to_a_full_disk() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let mut proxy = krait()
+    let proxy = krait()
         .args([
             "proxy",
             "--listen",
