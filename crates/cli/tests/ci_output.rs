@@ -220,51 +220,13 @@ fn proxy_summary_to_a_full_disk() {
     let Some(db) = crate::common::TempPg::new("devfull") else {
         return;
     };
-    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
-    c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
-        .unwrap();
-    drop(c);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let hist = tmp("devfull-hist");
-    let _ = std::fs::remove_dir_all(&hist);
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let proxy = krait()
-        .args([
-            "proxy",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--upstream",
-            &db.url,
-        ])
-        .arg("--out")
-        .arg(&hist)
-        .args(["--table", "t:id"])
-        .stdout(full)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = db.url.replace(
-        &db.url[db.url.find('@').unwrap() + 1..db.url.rfind('/').unwrap()],
-        &format!("127.0.0.1:{port}"),
-    );
-    let mut app = None;
-    for _ in 0..100 {
-        match postgres::Client::connect(&url, postgres::NoTls) {
-            Ok(c) => {
-                app = Some(c);
-                break;
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
-        }
-    }
-    let mut app = app.expect("the proxy listens");
+    let (proxy, url) = proxy_on_table(&db, &hist, full.into(), &[]);
+    let mut app = connect(&url);
     app.batch_execute("BEGIN; UPDATE t SET v = 1 WHERE id = 1; COMMIT")
         .unwrap();
     drop(app);
@@ -281,6 +243,116 @@ fn proxy_summary_to_a_full_disk() {
         Some(0),
         "{}",
         String::from_utf8_lossy(&check.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&hist);
+}
+
+/// `krait proxy` on a table `t (id, v)` holding (1, 0) in `db`, recording into `hist`, its
+/// stdout to `stdout`: the running proxy and the URL an application connects to.
+fn proxy_on_table(
+    db: &crate::common::TempPg,
+    hist: &Path,
+    stdout: std::process::Stdio,
+    more: &[&str],
+) -> (std::process::Child, String) {
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
+        .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _ = std::fs::remove_dir_all(hist);
+    let proxy = krait()
+        .args([
+            "proxy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--upstream",
+            &db.url,
+        ])
+        .arg("--out")
+        .arg(hist)
+        .args(["--table", "t:id"])
+        .args(more)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let host = &db.url[db.url.find('@').unwrap() + 1..db.url.rfind('/').unwrap()];
+    (proxy, db.url.replace(host, &format!("127.0.0.1:{port}")))
+}
+
+/// A client of the proxy at `url`, once it listens.
+fn connect(url: &str) -> postgres::Client {
+    for _ in 0..100 {
+        if let Ok(c) = postgres::Client::connect(url, postgres::NoTls) {
+            return c;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the proxy does not listen at {url}");
+}
+
+/// Ctrl-C while a client sits idle in a transaction: the proxy says it is waiting for it,
+/// refuses new connections, closes it after --drain-timeout, and exits 0; the transaction it
+/// left open was rolled back by the database and is no write of the history.
+#[test]
+fn a_proxy_stopped_with_a_client_idle_in_a_transaction_waits_a_bounded_time() {
+    let Some(db) = crate::common::TempPg::new("drain") else {
+        return;
+    };
+    let hist = tmp("drain-hist");
+    let (proxy, url) = proxy_on_table(
+        &db,
+        &hist,
+        std::process::Stdio::piped(),
+        &["--drain-timeout", "1s"],
+    );
+    let mut idle = connect(&url);
+    idle.batch_execute("BEGIN; UPDATE t SET v = 7 WHERE id = 1")
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    unsafe { libc::kill(proxy.id() as i32, libc::SIGINT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        postgres::Client::connect(&url, postgres::NoTls).is_err(),
+        "a new connection was accepted while stopping"
+    );
+    let out = proxy.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{err}");
+    assert!(
+        err.contains("stopping: 1 connection(s) still open; waiting up to 1.0 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("closing the 1 connection(s) still open"),
+        "{err}"
+    );
+    assert!(
+        idle.batch_execute("COMMIT").is_err(),
+        "the connection outlived the proxy"
+    );
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let v: i32 = c
+        .query_one("SELECT v FROM t WHERE id = 1", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(v, 0, "the open transaction was rolled back");
+    let check = krait()
+        .arg("check")
+        .arg(&hist)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(report["verdict"], "ACCEPT", "{report}");
+    assert_eq!(
+        report["history"]["committed"], 1,
+        "only the initial state: {report}"
     );
     let _ = std::fs::remove_dir_all(&hist);
 }

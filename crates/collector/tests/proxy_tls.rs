@@ -112,6 +112,8 @@ fn a_certificate_for_another_host_is_refused() {
         out: tmp("tls_other_host"),
         tables: vec![("kv".into(), "k".into())],
         upstream_ca: server_cert(&db),
+        drain_timeout: None,
+        stop_now: None,
     };
     let stop = std::sync::atomic::AtomicBool::new(true);
     let e = krait_collector::serve_proxy(&cfg, &stop).unwrap_err();

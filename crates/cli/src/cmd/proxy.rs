@@ -32,13 +32,21 @@ pub struct ProxyArgs {
     /// A table to record, NAME:PRIMARY_KEY_COLUMN, e.g. --table accounts:id (repeat it).
     #[arg(long = "table", value_name = "NAME:KEY", required = true)]
     tables: Vec<String>,
+    /// On Ctrl-C or SIGTERM, how long to wait for open connections to close before closing
+    /// them (a second Ctrl-C closes them at once), e.g. 10s.
+    #[arg(long, default_value = "10s", value_parser = crate::duration::parse_duration)]
+    drain_timeout: std::time::Duration,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+/// A second signal: close the connections still open now.
+static STOP_NOW: AtomicBool = AtomicBool::new(false);
 
 #[cfg(unix)]
 extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+    if STOP.swap(true, Ordering::Relaxed) {
+        STOP_NOW.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Serves until interrupted; exit 0, or 2 for bad arguments or a database it cannot read.
@@ -62,13 +70,9 @@ pub fn run(a: &ProxyArgs) -> anyhow::Result<ExitCode> {
         out: a.out.clone(),
         tables,
         upstream_ca: a.upstream_ca.clone(),
+        drain_timeout: Some(a.drain_timeout),
+        stop_now: Some(&STOP_NOW),
     };
-    eprintln!(
-        "krait proxy: listening on {}, forwarding to {}, recording into {} (Ctrl-C ends)",
-        a.listen,
-        a.upstream,
-        a.out.display()
-    );
     let report = krait_collector::serve_proxy(&cfg, &STOP)?;
     println!(
         "recorded {} connections into {}; check it: krait check {}",

@@ -36,6 +36,10 @@ pub(crate) struct Context {
     pub tls: Option<UpstreamTls>,
     /// Statements not recorded that may have written; reads not recorded.
     pub unrecorded: [AtomicU64; 2],
+    /// Set when the proxy stops waiting for its clients: every connection ends then, as if
+    /// the client had gone (a transaction left open is rolled back by the database, one whose
+    /// COMMIT is in flight recorded as of unknown outcome).
+    pub closing: tokio::sync::watch::Receiver<bool>,
 }
 
 /// Input is read in pieces of at least this much; output goes out once per piece of input.
@@ -109,10 +113,12 @@ async fn both(
     (cr, cw): (impl AsyncRead + Unpin, impl AsyncWrite + Unpin),
     (sr, sw): (impl AsyncRead + Unpin, impl AsyncWrite + Unpin),
     shared: &Shared,
+    mut closing: tokio::sync::watch::Receiver<bool>,
 ) -> io::Result<()> {
     tokio::select! {
         r = pump(cr, sw, shared, true) => r,
         r = pump(sr, cw, shared, false) => r,
+        _ = closing.wait_for(|c| *c) => Ok(()),
     }
 }
 
@@ -138,12 +144,15 @@ async fn relay(
         conn: Mutex::new(Conn::new(session, ctx.tables.clone(), ctx.notes.clone())),
         turn: Notify::new(),
     };
+    let closing = ctx.closing.clone();
     // Borrowed halves: each direction's reads and writes go straight to the socket.
     let out = match &mut server {
-        Upstream::Tcp(s) => both(client.split(), s.split(), &shared).await,
-        Upstream::Unix(s) => both(client.split(), s.split(), &shared).await,
+        Upstream::Tcp(s) => both(client.split(), s.split(), &shared, closing).await,
+        Upstream::Unix(s) => both(client.split(), s.split(), &shared, closing).await,
         // A TLS stream is one state for both directions: halves that share it.
-        Upstream::Tls(s) => both(client.split(), tokio::io::split(&mut **s), &shared).await,
+        Upstream::Tls(s) => {
+            both(client.split(), tokio::io::split(&mut **s), &shared, closing).await
+        }
     };
     Ok(Some((shared, out)))
 }

@@ -52,6 +52,11 @@ pub struct ProxyConfig {
     /// PEM certificates to trust, beside the system's, for TLS to the upstream (a URL with
     /// `sslmode=prefer` or `require`; the certificate is always verified).
     pub upstream_ca: Option<PathBuf>,
+    /// Once stopped, how long to wait for open connections to close before closing them
+    /// (None: until they do).
+    pub drain_timeout: Option<std::time::Duration>,
+    /// Set (a second Ctrl-C) to close the open connections now, while the proxy waits.
+    pub stop_now: Option<&'static AtomicBool>,
 }
 
 /// What a proxy run recorded.
@@ -146,7 +151,8 @@ fn record_initial(
 }
 
 /// Runs the proxy until `stop` is set (checked between connections every 50 ms), recording
-/// into `cfg.out`; waits for open connections to close before returning.
+/// into `cfg.out`; then refuses new connections and waits for open ones to close, for
+/// `cfg.drain_timeout` at most (or until `cfg.stop_now`), before closing them itself.
 pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
     let mut tables: Vec<TableSpec> = cfg
         .tables
@@ -162,6 +168,7 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
     let upstream = Addr::of(&cfg.upstream)?;
     let rec = Recorder::create(&cfg.out)?;
     record_initial(&rec, &cfg.upstream, tls.as_ref(), &mut tables)?;
+    let (close, closing) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
         rec,
         tables: Arc::new(tables),
@@ -169,6 +176,7 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
         upstream,
         tls,
         unrecorded: [AtomicU64::new(0), AtomicU64::new(0)],
+        closing,
     });
     // One thread accepts and forwards every connection: the proxy's work is small beside
     // the database's, and a second thread would wake for messages the first could have
@@ -177,8 +185,17 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
         .enable_io()
         .enable_time()
         .build()?;
-    let listener = TcpListener::bind(&cfg.listen)?;
+    let listener = TcpListener::bind(&cfg.listen)
+        .map_err(|e| io::Error::new(e.kind(), format!("listening on {}: {e}", cfg.listen)))?;
     listener.set_nonblocking(true)?;
+    // Only now: the socket is bound and the initial state recorded, so a client that
+    // connects on this line is served and its reads name their writers.
+    eprintln!(
+        "krait proxy: listening on {}, forwarding to {}, recording into {} (Ctrl-C ends)",
+        cfg.listen,
+        cfg.upstream,
+        cfg.out.display()
+    );
     let connections = rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let mut connections = 0u64;
@@ -210,7 +227,9 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
                 }
             });
         }
-        while open.join_next().await.is_some() {}
+        // New connections are refused from now on, not accepted and left waiting.
+        drop(listener);
+        drain(&mut open, cfg, &close).await;
         Ok::<_, io::Error>(connections)
     })?;
     Ok(ProxyReport {
@@ -218,4 +237,38 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
         unrecorded: ctx.unrecorded[0].load(Ordering::Relaxed),
         unrecorded_reads: ctx.unrecorded[1].load(Ordering::Relaxed),
     })
+}
+
+/// Waits for the open connections to close, saying so; closes them once `cfg.drain_timeout`
+/// has passed or `cfg.stop_now` is set.
+async fn drain(
+    open: &mut tokio::task::JoinSet<()>,
+    cfg: &ProxyConfig,
+    close: &tokio::sync::watch::Sender<bool>,
+) {
+    if open.is_empty() {
+        return;
+    }
+    eprintln!(
+        "krait proxy: stopping: {} connection(s) still open; waiting {} for them to close (Ctrl-C again closes them now: a transaction left open is rolled back, one whose COMMIT is in flight recorded as of unknown outcome)",
+        open.len(),
+        match cfg.drain_timeout {
+            Some(d) => format!("up to {:.1} s", d.as_secs_f64()),
+            None => "until they do".to_string(),
+        }
+    );
+    let deadline = cfg.drain_timeout.map(|d| tokio::time::Instant::now() + d);
+    loop {
+        tokio::select! {
+            j = open.join_next() => if j.is_none() { return },
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {
+                let due = deadline.is_some_and(|d| tokio::time::Instant::now() >= d)
+                    || cfg.stop_now.is_some_and(|s| s.load(Ordering::Relaxed));
+                if due && !*close.borrow() {
+                    eprintln!("krait proxy: closing the {} connection(s) still open", open.len());
+                    let _ = close.send(true);
+                }
+            }
+        }
+    }
 }

@@ -80,6 +80,8 @@ pub fn with_proxy_tls<T>(
             .map(|(t, k)| (t.to_string(), k.to_string()))
             .collect(),
         upstream_ca: ca.map(|p| p.to_path_buf()),
+        drain_timeout: None,
+        stop_now: None,
     };
     let stop = AtomicBool::new(false);
     let (base, dbname) = db.url.rsplit_once('/').unwrap();
