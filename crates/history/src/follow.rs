@@ -239,6 +239,9 @@ impl Follower {
                 StreamFormat::Jsonl => {
                     let text = String::from_utf8_lossy(&t.buf).trim().to_string();
                     let at = Location::Line(t.line + 1);
+                    if t.path.file_name().is_some_and(|n| n == jsonl::INITIAL_STATE_FILE) {
+                        return Err(jsonl::cut_initial_state(&t.path, at));
+                    }
                     match jsonl::repair(&text) {
                         Some(jsonl::Repair::Drop) => warnings.push(format!(
                             "{}: {at}{}",

@@ -31,7 +31,7 @@ pub use formats::dbcop_json::read_json as read_dbcop_json;
 pub use formats::elle::read as read_edn;
 pub use formats::jsonl::{
     dir_files as jsonl_dir_files, parse_stream_line as parse_jsonl_record, read as read_jsonl,
-    read_dir as read_jsonl_dir, read_file as read_jsonl_file,
+    read_dir as read_jsonl_dir, read_file as read_jsonl_file, INITIAL_STATE_FILE,
 };
 pub use formats::jsonl_write::{
     for_each_line as for_each_jsonl_line, write as write_jsonl, write_file as write_jsonl_file,

@@ -306,3 +306,43 @@ fn mangled_inputs_never_panic() {
         let _ = both(b, |r| read_dbcop_bincode(r, Path::new("history.bincode")));
     });
 }
+
+/// The proxy's initial state (`initial.jsonl`) cut short — a disk that filled while the
+/// proxy wrote the tables' rows — is an error naming it, not a client that stopped: its
+/// rows would otherwise be read as an aborted transaction and every read of them as a read of
+/// nobody, or an empty history be ACCEPTed. The same cut in a client's log is repaired.
+#[test]
+fn a_cut_initial_state_is_an_error_naming_it() {
+    let dir = tmpdir("cut-initial");
+    let whole = "{\"session\":\"initial\",\"txn\":1,\"ops\":[[\"w\",\"t/1/v\",5],[\"w\",\"t/2/v\",6]],\"status\":\"committed\"}";
+    let cut = &whole[..whole.find("[\"w\",\"t/2").unwrap() + 4];
+    std::fs::write(dir.join("initial.jsonl"), cut).unwrap();
+    std::fs::write(
+        dir.join("conn-1.jsonl"),
+        "{\"session\":\"conn-1\",\"txn\":2,\"ops\":[[\"r\",\"t/1/v\",5]]}\n",
+    )
+    .unwrap();
+    let Err(e) = krait_history::load(&dir, None) else {
+        panic!("a cut initial state loaded");
+    };
+    assert!(e.path.ends_with("initial.jsonl"), "{e}");
+    assert_eq!(e.location, Location::Line(1), "{e}");
+    assert!(e.message.contains("the initial state"), "{e}");
+    assert!(e.message.contains("cut short"), "{e}");
+    // Whole, it loads; the same cut in a client's own log is repaired with a warning.
+    std::fs::write(dir.join("initial.jsonl"), format!("{whole}\n")).unwrap();
+    assert!(krait_history::load(&dir, None).is_ok());
+    std::fs::write(
+        dir.join("conn-2.jsonl"),
+        cut.replace("initial", "conn-2")
+            .replace("\"txn\":1", "\"txn\":3"),
+    )
+    .unwrap();
+    let l = krait_history::load(&dir, None).unwrap();
+    assert!(
+        l.warnings.iter().any(|w| w.message.contains("cut short")),
+        "{:?}",
+        l.warnings
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

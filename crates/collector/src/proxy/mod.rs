@@ -108,7 +108,8 @@ fn record_initial(
             .map(|r| r.get::<_, String>(0))
             .collect();
     }
-    let mut s = rec.session("initial")?;
+    let initial = krait_history::INITIAL_STATE_FILE.trim_end_matches(".jsonl");
+    let mut s = rec.session(initial)?;
     let mut t = s.begin()?;
     // Written in large pieces, not a system call per column: nothing has read these yet.
     t.defer_writes();

@@ -250,6 +250,20 @@ fn parse_op(
     })
 }
 
+/// The file `krait proxy` records the tables' rows at start into (its `initial` session): a
+/// cut last line there is an error, not a client that stopped.
+pub const INITIAL_STATE_FILE: &str = "initial.jsonl";
+
+/// The error for a cut initial state ([`INITIAL_STATE_FILE`]), the same for `check` and
+/// `watch`.
+pub(crate) fn cut_initial_state(path: &Path, at: Location) -> InputError {
+    InputError::new(
+        path,
+        at,
+        "the initial state (the rows the recorded tables held when the proxy started) is cut short: the disk filled or the proxy stopped while writing it, so what the first reads saw is unknown; record again",
+    )
+}
+
 /// The warning for a last line cut before its operations.
 pub(crate) const CUT_HEAD: &str =
     "the last line is cut short before its operations (the client stopped before the transaction asked to commit): left out";
@@ -371,6 +385,11 @@ impl Gathered {
             Ok(rec) => return self.add(&rec, &scanned, path, file_no, line_no),
             Err(e) => e,
         };
+        // The proxy's initial state is one transaction: cut, the rows the first reads saw are
+        // unknown, and no outcome of it could stand in for them.
+        if path.file_name().is_some_and(|n| n == INITIAL_STATE_FILE) {
+            return Err(cut_initial_state(path, at));
+        }
         match (e.is_eof(), repair(text)) {
             (true, Some(Repair::Drop)) => {
                 self.warnings.push(Warning {
