@@ -356,3 +356,50 @@ fn a_proxy_stopped_with_a_client_idle_in_a_transaction_waits_a_bounded_time() {
     );
     let _ = std::fs::remove_dir_all(&hist);
 }
+
+/// A disk that fills while the proxy writes the initial state (a 64 KiB tmpfs, mounted where
+/// this runs as root; skipped elsewhere): the proxy stops at start with the cause, and the cut
+/// `initial.jsonl` it leaves is an error for `check`, never an ACCEPT of an empty history.
+#[test]
+fn a_disk_full_while_the_initial_state_is_written_is_an_error_not_a_verdict() {
+    let Some(db) = crate::common::TempPg::new("fullinit") else {
+        return;
+    };
+    let mnt = tmp("fullinit-mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs (not root?)");
+        let _ = std::fs::remove_dir(&mnt);
+        return;
+    }
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "CREATE TABLE big (id int PRIMARY KEY, v text);
+         INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g",
+    )
+    .unwrap();
+    let hist = mnt.join("hist");
+    let out = krait()
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &db.url])
+        .arg("--out")
+        .arg(&hist)
+        .args(["--table", "big:id"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let check = krait().arg("check").arg(&hist).output().unwrap();
+    let _ = Command::new("umount").arg(&mnt).status();
+    let _ = std::fs::remove_dir(&mnt);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    let check_err = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(2), "{check_err}");
+    assert!(check_err.contains("initial.jsonl"), "{check_err}");
+    assert!(check_err.contains("the initial state"), "{check_err}");
+}
