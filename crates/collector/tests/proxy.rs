@@ -432,6 +432,14 @@ fn statements_the_proxy_cannot_record_are_named_with_their_transactions_when_che
         tx.execute("DELETE FROM kv WHERE k > 2", &[]).unwrap();
         tx.commit().unwrap();
         c.query("SELECT v FROM kv WHERE k > 1", &[]).unwrap();
+        // Statements the server rejects wrote and read nothing: neither counted nor noted.
+        assert!(c
+            .execute("UPDATE kv SET nosuch = 1 WHERE k > 0", &[])
+            .is_err());
+        assert!(c.query("SELECT nosuch FROM kv WHERE k > 0", &[]).is_err());
+        let mut tx = c.transaction().unwrap();
+        assert!(tx.execute("DELETE FROM kv WHERE k > 'x'", &[]).is_err());
+        tx.rollback().unwrap();
     });
     assert_eq!((report.unrecorded, report.unrecorded_reads), (1, 1));
     let w: Vec<String> = l.warnings.iter().map(|w| w.to_string()).collect();

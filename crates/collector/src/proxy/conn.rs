@@ -58,6 +58,14 @@ enum Pending {
         name: String,
         to: OpMark,
     },
+    /// A statement on a declared table that is not recorded (`write`: it may write): counted
+    /// and noted once the server says it ran, not when the server rejects it (a rejected
+    /// statement wrote nothing). `txn` is the transaction it ran in, as it was sent.
+    Unrecorded {
+        why: String,
+        write: bool,
+        txn: Option<u64>,
+    },
     Other,
 }
 
@@ -334,27 +342,16 @@ impl Conn {
                     unnamed: false,
                 }
             }
-            Stmt::UnrecordedRead(why) => {
-                self.unrecorded_reads += 1;
-                if self.unrecorded_reads <= 10 {
-                    eprintln!(
-                        "krait proxy: {}: read not recorded: {why}",
-                        self.session.name()
-                    );
-                }
-                self.notes
-                    .add(self.session.name(), self.session.txn_id(), false, &why)?;
-                Pending::Other
-            }
-            Stmt::Unrecorded(why) => {
-                self.unrecorded += 1;
-                if self.unrecorded <= 10 {
-                    eprintln!("krait proxy: {}: not recorded: {why}", self.session.name());
-                }
-                self.notes
-                    .add(self.session.name(), self.session.txn_id(), true, &why)?;
-                Pending::Other
-            }
+            Stmt::UnrecordedRead(why) => Pending::Unrecorded {
+                why,
+                write: false,
+                txn: self.session.txn_id(),
+            },
+            Stmt::Unrecorded(why) => Pending::Unrecorded {
+                why,
+                write: true,
+                txn: self.session.txn_id(),
+            },
             Stmt::Increment {
                 table,
                 keys,

@@ -333,6 +333,13 @@ impl Conn {
                             let (name, to) = (name.clone(), *to);
                             self.rolled_back_to(&name, to);
                         }
+                        Some(Reply::Exec {
+                            what: Pending::Unrecorded { why, write, txn },
+                            ..
+                        }) => {
+                            let (why, write, txn) = (why.clone(), *write, *txn);
+                            self.unrecorded_ran(&why, write, txn)?;
+                        }
                         _ => {}
                     }
                 }
@@ -463,5 +470,23 @@ impl Conn {
         }
         self.notes
             .add(self.session.name(), self.session.txn_id(), true, &why)
+    }
+
+    /// A statement not recorded ran (the server completed it): counted, named on stderr for
+    /// the first ten, and noted beside the history with the transaction it ran in.
+    fn unrecorded_ran(&mut self, why: &str, write: bool, txn: Option<u64>) -> io::Result<()> {
+        let name = self.session.name().to_string();
+        if write {
+            self.unrecorded += 1;
+            if self.unrecorded <= 10 {
+                eprintln!("krait proxy: {name}: not recorded: {why}");
+            }
+        } else {
+            self.unrecorded_reads += 1;
+            if self.unrecorded_reads <= 10 {
+                eprintln!("krait proxy: {name}: read not recorded: {why}");
+            }
+        }
+        self.notes.add(&name, txn, write, why)
     }
 }
