@@ -169,6 +169,10 @@ pub fn serve(cfg: &ProxyConfig, stop: &AtomicBool) -> io::Result<ProxyReport> {
     let upstream = Addr::of(&cfg.upstream)?;
     let rec = Recorder::create(&cfg.out)?;
     record_initial(&rec, &cfg.upstream, tls.as_ref(), &mut tables)?;
+    // On disk before "listening": a crash or power loss cannot then keep the clients' logs
+    // and lose the rows their first reads saw.
+    std::fs::File::open(cfg.out.join(krait_history::INITIAL_STATE_FILE))?.sync_all()?;
+    std::fs::File::open(&cfg.out)?.sync_all()?;
     let (close, closing) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
         rec,
