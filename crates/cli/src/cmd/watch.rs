@@ -121,6 +121,33 @@ impl Feed {
             Feed::Stream(s) => s.caught_up(),
         }
     }
+    /// Whether --idle-exit ends the watch after this poll: nothing new since `quiet_since`
+    /// for that long, the sources reachable and read to their end. An outage is no quiet
+    /// (records may be stored meanwhile): it moves `quiet_since` on. Says what happened to
+    /// a stream's connection.
+    fn idle_end(
+        &mut self,
+        path: &std::path::Path,
+        grew: bool,
+        w: &WatchArgs,
+        polled_at: Instant,
+        quiet_since: &mut Instant,
+    ) -> bool {
+        if let Feed::Stream(f) = self {
+            for n in f.take_notices() {
+                eprintln!("{}: {n}", path.display());
+            }
+        }
+        let down = self.unreachable();
+        if down {
+            *quiet_since = Instant::now();
+        }
+        !grew
+            && !down
+            && w.idle_exit
+                .is_some_and(|d| polled_at.duration_since(*quiet_since) >= d)
+            && self.caught_up()
+    }
     /// Sources known to exist that have given no transaction yet (collection waits for them).
     fn silent(&self) -> usize {
         match self {
@@ -266,21 +293,7 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         let poll_time = Instant::now();
         let mut polled = follower.poll(&mut KeyAdapter(&mut on), w)?;
         let grew = polled.grew;
-        if let Feed::Stream(f) = &mut follower {
-            for n in f.take_notices() {
-                eprintln!("{}: {n}", a.path.display());
-            }
-        }
-        // An outage is no quiet: records may be stored meanwhile, to be read once it ends.
-        let down = follower.unreachable();
-        if down {
-            quiet_since = Instant::now();
-        }
-        let ending = !grew
-            && !down
-            && w.idle_exit
-                .is_some_and(|d| poll_time.duration_since(quiet_since) >= d)
-            && follower.caught_up();
+        let ending = follower.idle_end(&a.path, grew, w, poll_time, &mut quiet_since);
         if ending {
             let (p, warnings) = follower.finish(&mut KeyAdapter(&mut on))?;
             for wn in warnings {
