@@ -284,105 +284,7 @@ impl Conn {
                 }
             }
             b'C' | b'I' | b's' => {
-                if m.tag == b'C' {
-                    self.last_tag = f.cstr().unwrap_or_default();
-                    match self.queue.front() {
-                        // "UPDATE 0", "DELETE 0": the row was not there.
-                        Some(Reply::Exec {
-                            what: Pending::Write { from, to, .. },
-                            ..
-                        }) if self.last_tag.rsplit(' ').next() == Some("0") => {
-                            let (from, to) = (*from, *to);
-                            self.did_not_happen(from, to);
-                        }
-                        // More rows than keys: a declared key that is not unique, rows were
-                        // written that the history does not hold. Fewer (some listed keys had
-                        // no row): the reply does not say which, and the history holds writes
-                        // of them all.
-                        Some(Reply::Exec {
-                            what: Pending::Write { rows, .. },
-                            ..
-                        }) => {
-                            let rows = *rows;
-                            let n = self.last_tag.rsplit(' ').next().unwrap_or("");
-                            let why = match n.parse::<u64>() {
-                                Ok(n) if n > rows => Some(format!(
-                                    "{} by a declared key matched {n} rows: the declared key is not unique, and the history holds one row's writes",
-                                    self.last_tag
-                                )),
-                                Ok(n) if n < rows => Some(format!(
-                                    "{} by a list of {rows} keys matched {n} rows, not saying which: the history holds writes of all {rows}",
-                                    self.last_tag
-                                )),
-                                _ => None,
-                            };
-                            if let Some(why) = why {
-                                self.unrecorded += 1;
-                                self.notes.add(
-                                    self.session.name(),
-                                    self.session.txn_id(),
-                                    true,
-                                    &why,
-                                )?;
-                            }
-                        }
-                        Some(Reply::Exec {
-                            what: Pending::RollbackTo { name, to },
-                            ..
-                        }) => {
-                            let (name, to) = (name.clone(), *to);
-                            self.rolled_back_to(&name, to);
-                        }
-                        Some(Reply::Exec {
-                            what: Pending::Unrecorded { why, write, txn },
-                            ..
-                        }) => {
-                            let (why, write, txn) = (why.clone(), *write, *txn);
-                            self.unrecorded_ran(&why, write, txn)?;
-                        }
-                        _ => {}
-                    }
-                }
-                if let Some(Reply::Exec {
-                    what:
-                        Pending::Select {
-                            table,
-                            key,
-                            rows: 0,
-                        },
-                    ..
-                }) = self.queue.front()
-                {
-                    let (table, key) = (*table, key.clone());
-                    if self.session.in_txn() {
-                        self.read_row(table, &key, None)?;
-                    }
-                }
-                if let Some(Reply::Exec {
-                    what:
-                        Pending::SelectIn {
-                            table,
-                            keys,
-                            seen,
-                            unnamed,
-                        },
-                    ..
-                }) = self.queue.front()
-                {
-                    let (table, unnamed) = (*table, *unnamed);
-                    let absent: Vec<Vec<u8>> = keys
-                        .iter()
-                        .zip(seen)
-                        .filter(|(_, s)| !**s)
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    if self.session.in_txn() && m.tag == b'C' {
-                        self.select_in_done(table, unnamed, &absent)?;
-                    }
-                }
-                if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
-                    self.queue.pop_front();
-                }
+                self.completed(m.tag, &mut f)?;
             }
             b'E' => {
                 // The server skips what was asked after the failed request until the Sync.
@@ -396,39 +298,7 @@ impl Conn {
                 }
             }
             b'Z' => {
-                // Everything asked up to the first Sync is answered.
-                while let Some(r) = self.queue.pop_front() {
-                    if matches!(r, Reply::Sync) {
-                        self.syncs_answered += 1;
-                        break;
-                    }
-                }
-                if self.end_due.is_some_and(|d| self.syncs_answered >= d) {
-                    self.end_due = None;
-                }
-                // Idle after a Sync sent before the transaction now recorded began is the
-                // end of an earlier one, not of it.
-                if f.byte() == Some(b'I') && self.syncs_answered > self.opened_at {
-                    if self.session.in_txn() {
-                        let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");
-                        // Every operation logged was of statements that matched no row: it
-                        // did nothing, which is what an aborted transaction records.
-                        let nothing = self.phantom > 0 && self.phantom == self.session.txn_ops();
-                        if self.phantom > 0 && !nothing && !rolled_back {
-                            self.phantom_note()?;
-                        }
-                        self.session.end(if rolled_back || nothing {
-                            "aborted"
-                        } else {
-                            "committed"
-                        })?;
-                    }
-                    self.phantom = 0;
-                    self.savepoints.clear();
-                    self.failed = false;
-                    self.explicit = false;
-                    self.autocommit_sent = false;
-                }
+                self.ready_for_query(&mut f)?;
             }
             _ => {}
         }
@@ -488,5 +358,145 @@ impl Conn {
             }
         }
         self.notes.add(&name, txn, write, why)
+    }
+
+    /// CommandComplete (`tag` `C`), EmptyQueryResponse (`I`) or PortalSuspended (`s`): what the
+    /// finished (or suspended) request at the front of the queue means for the history.
+    fn completed(&mut self, tag: u8, f: &mut Fields) -> io::Result<()> {
+        if tag == b'C' {
+            self.last_tag = f.cstr().unwrap_or_default();
+            match self.queue.front() {
+                // "UPDATE 0", "DELETE 0": the row was not there.
+                Some(Reply::Exec {
+                    what: Pending::Write { from, to, .. },
+                    ..
+                }) if self.last_tag.rsplit(' ').next() == Some("0") => {
+                    let (from, to) = (*from, *to);
+                    self.did_not_happen(from, to);
+                }
+                // More rows than keys: a declared key that is not unique, rows were
+                // written that the history does not hold. Fewer (some listed keys had
+                // no row): the reply does not say which, and the history holds writes
+                // of them all.
+                Some(Reply::Exec {
+                    what: Pending::Write { rows, .. },
+                    ..
+                }) => {
+                    let rows = *rows;
+                    let n = self.last_tag.rsplit(' ').next().unwrap_or("");
+                    let why = match n.parse::<u64>() {
+                                Ok(n) if n > rows => Some(format!(
+                                    "{} by a declared key matched {n} rows: the declared key is not unique, and the history holds one row's writes",
+                                    self.last_tag
+                                )),
+                                Ok(n) if n < rows => Some(format!(
+                                    "{} by a list of {rows} keys matched {n} rows, not saying which: the history holds writes of all {rows}",
+                                    self.last_tag
+                                )),
+                                _ => None,
+                            };
+                    if let Some(why) = why {
+                        self.unrecorded += 1;
+                        self.notes
+                            .add(self.session.name(), self.session.txn_id(), true, &why)?;
+                    }
+                }
+                Some(Reply::Exec {
+                    what: Pending::RollbackTo { name, to },
+                    ..
+                }) => {
+                    let (name, to) = (name.clone(), *to);
+                    self.rolled_back_to(&name, to);
+                }
+                Some(Reply::Exec {
+                    what: Pending::Unrecorded { why, write, txn },
+                    ..
+                }) => {
+                    let (why, write, txn) = (why.clone(), *write, *txn);
+                    self.unrecorded_ran(&why, write, txn)?;
+                }
+                _ => {}
+            }
+        }
+        if let Some(Reply::Exec {
+            what:
+                Pending::Select {
+                    table,
+                    key,
+                    rows: 0,
+                },
+            ..
+        }) = self.queue.front()
+        {
+            let (table, key) = (*table, key.clone());
+            if self.session.in_txn() {
+                self.read_row(table, &key, None)?;
+            }
+        }
+        if let Some(Reply::Exec {
+            what:
+                Pending::SelectIn {
+                    table,
+                    keys,
+                    seen,
+                    unnamed,
+                },
+            ..
+        }) = self.queue.front()
+        {
+            let (table, unnamed) = (*table, *unnamed);
+            let absent: Vec<Vec<u8>> = keys
+                .iter()
+                .zip(seen)
+                .filter(|(_, s)| !**s)
+                .map(|(k, _)| k.clone())
+                .collect();
+            if self.session.in_txn() && tag == b'C' {
+                self.select_in_done(table, unnamed, &absent)?;
+            }
+        }
+        if matches!(self.queue.front(), Some(Reply::Exec { .. })) {
+            self.queue.pop_front();
+        }
+        Ok(())
+    }
+
+    /// ReadyForQuery: every request up to the first Sync is answered; idle, the transaction
+    /// recorded ends, committed or rolled back as the server's replies said.
+    fn ready_for_query(&mut self, f: &mut Fields) -> io::Result<()> {
+        // Everything asked up to the first Sync is answered.
+        while let Some(r) = self.queue.pop_front() {
+            if matches!(r, Reply::Sync) {
+                self.syncs_answered += 1;
+                break;
+            }
+        }
+        if self.end_due.is_some_and(|d| self.syncs_answered >= d) {
+            self.end_due = None;
+        }
+        // Idle after a Sync sent before the transaction now recorded began is the
+        // end of an earlier one, not of it.
+        if f.byte() == Some(b'I') && self.syncs_answered > self.opened_at {
+            if self.session.in_txn() {
+                let rolled_back = self.failed || self.last_tag.starts_with("ROLLBACK");
+                // Every operation logged was of statements that matched no row: it
+                // did nothing, which is what an aborted transaction records.
+                let nothing = self.phantom > 0 && self.phantom == self.session.txn_ops();
+                if self.phantom > 0 && !nothing && !rolled_back {
+                    self.phantom_note()?;
+                }
+                self.session.end(if rolled_back || nothing {
+                    "aborted"
+                } else {
+                    "committed"
+                })?;
+            }
+            self.phantom = 0;
+            self.savepoints.clear();
+            self.failed = false;
+            self.explicit = false;
+            self.autocommit_sent = false;
+        }
+        Ok(())
     }
 }
