@@ -365,25 +365,16 @@ fn a_disk_full_while_the_initial_state_is_written_is_an_error_not_a_verdict() {
     let Some(db) = crate::common::TempPg::new("fullinit") else {
         return;
     };
-    let mnt = tmp("fullinit-mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(&mnt)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a small tmpfs (not root?)");
-        let _ = std::fs::remove_dir(&mnt);
+    let Some(disk) = crate::common::SmallDisk::mount(tmp("fullinit-mnt"), "64k") else {
         return;
-    }
+    };
     let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
     c.batch_execute(
         "CREATE TABLE big (id int PRIMARY KEY, v text);
          INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g",
     )
     .unwrap();
-    let hist = mnt.join("hist");
+    let hist = disk.0.join("hist");
     let out = krait()
         .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &db.url])
         .arg("--out")
@@ -393,8 +384,6 @@ fn a_disk_full_while_the_initial_state_is_written_is_an_error_not_a_verdict() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     let check = krait().arg("check").arg(&hist).output().unwrap();
-    let _ = Command::new("umount").arg(&mnt).status();
-    let _ = std::fs::remove_dir(&mnt);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(!err.contains("listening"), "{err}");

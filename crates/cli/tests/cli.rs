@@ -531,30 +531,10 @@ fn drawing_failures_keep_the_verdict_and_convert_refuses_odd_names() {
 /// (root); skipped otherwise, visibly.
 #[test]
 fn a_full_disk_stops_the_run_and_leaves_a_history_that_loads() {
-    struct Mount(std::path::PathBuf);
-    impl Drop for Mount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let mnt = tmp("full-disk");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mnt)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: cannot mount a small tmpfs here"
-        );
-        let _ = std::fs::remove_dir_all(&mnt);
+    let Some(disk) = crate::common::SmallDisk::mount(tmp("full-disk"), "256k") else {
         return;
-    }
-    let _guard = Mount(mnt.clone());
+    };
+    let mnt = disk.0.clone();
     let db = tmp("full-disk.sqlite");
     let out = krait()
         .arg("run")

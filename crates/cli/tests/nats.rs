@@ -191,16 +191,51 @@ fn start_server(bin: &Path, port: u16, store: &Path) -> Child {
     c
 }
 
+/// A nats-server of the test's own, on a free port with its store under the test's folder,
+/// to stop and start again on that store.
+struct OwnServer {
+    bin: PathBuf,
+    port: u16,
+    store: PathBuf,
+    child: Child,
+}
+
+impl OwnServer {
+    /// Started; None (said as skipped) where no nats-server is installed.
+    fn start(dir: &Path) -> Option<OwnServer> {
+        let Some(bin) = nats_server() else {
+            skip("no nats-server (apt-get install nats-server)");
+            return None;
+        };
+        let (port, store) = (free_port(), dir.join("js"));
+        let child = start_server(&bin, port, &store);
+        Some(OwnServer {
+            bin,
+            port,
+            store,
+            child,
+        })
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stopped with `signal`, and started again on the same store after `pause`.
+    fn restart(&mut self, signal: i32, pause: Duration) {
+        stop(&mut self.child, signal);
+        std::thread::sleep(pause);
+        self.child = start_server(&self.bin, self.port, &self.store);
+    }
+}
+
 #[test]
 fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
-    let Some(bin) = nats_server() else {
-        skip("no nats-server (apt-get install nats-server)");
+    let dir = tmp("restart");
+    let Some(mut server) = OwnServer::start(&dir) else {
         return;
     };
-    let dir = tmp("restart");
-    let port = free_port();
-    let mut server = start_server(&bin, port, &dir.join("js"));
-    let stream = Stream::new(&format!("nats://127.0.0.1:{port}"), "restart");
+    let stream = Stream::new(&server.url(), "restart");
     let sqlite = format!("sqlite:{}", dir.join("db.sqlite").display());
     let mut run = krait()
         .args(run_args(&sqlite, &stream.url, &dir.join("h")))
@@ -226,9 +261,7 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
         "the run ended before the restart"
     );
     // Stopped mid-run and back a second later, on the same store: publishers retry.
-    stop(&mut server, libc::SIGTERM);
-    std::thread::sleep(Duration::from_secs(1));
-    let mut server = start_server(&bin, port, &dir.join("js"));
+    server.restart(libc::SIGTERM, Duration::from_secs(1));
     wait_ok(run, "the run across the restart");
     let (code, local) = check(dir.join("h").to_str().unwrap());
     assert_eq!(code, 0, "{local}");
@@ -236,7 +269,7 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
     assert_eq!(code, 0, "{streamed}");
     assert_eq!(streamed["history"], local["history"]);
     drop(stream);
-    stop(&mut server, libc::SIGTERM);
+    stop(&mut server.child, libc::SIGTERM);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -248,14 +281,11 @@ fn a_nats_restart_mid_run_loses_and_duplicates_nothing() {
 /// check` of the stream afterwards.
 #[test]
 fn watch_across_two_server_restarts_covers_every_record() {
-    let Some(bin) = nats_server() else {
-        skip("no nats-server (apt-get install nats-server)");
+    let dir = tmp("watch-restart");
+    let Some(mut server) = OwnServer::start(&dir) else {
         return;
     };
-    let dir = tmp("watch-restart");
-    let port = free_port();
-    let mut server = start_server(&bin, port, &dir.join("js"));
-    let stream = Stream::new(&format!("nats://127.0.0.1:{port}"), "watchrestart");
+    let stream = Stream::new(&server.url(), "watchrestart");
     let h = dir.join("h.jsonl");
     generated(&h, "60000", &[]);
     let w = watch(&stream.url, "8", &["--idle-exit", "2s"]);
@@ -273,9 +303,7 @@ fn watch_across_two_server_restarts_covers_every_record() {
         .unwrap();
     for _ in 0..2 {
         std::thread::sleep(Duration::from_millis(800));
-        stop(&mut server, libc::SIGKILL);
-        std::thread::sleep(Duration::from_millis(2500));
-        server = start_server(&bin, port, &dir.join("js"));
+        server.restart(libc::SIGKILL, Duration::from_millis(2500));
     }
     wait_ok(publish, "publishing across the restarts");
     let (code, lines, err) = watched(w);
@@ -295,7 +323,7 @@ fn watch_across_two_server_restarts_covers_every_record() {
     let records = &last["stream_records"];
     assert_eq!(records["read"], records["stored"], "{last}");
     drop(stream);
-    stop(&mut server, libc::SIGTERM);
+    stop(&mut server.child, libc::SIGTERM);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -347,9 +347,7 @@ impl NatsSource {
             text,
         })
     }
-}
 
-impl NatsSource {
     /// The server stopped answering: the consumer is made again on a later poll.
     fn lose(&mut self, e: impl std::fmt::Display) {
         self.messages = None;

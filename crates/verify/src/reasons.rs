@@ -217,8 +217,9 @@ fn incompatible(f: &Facts, named: &[TxnId]) -> bool {
 }
 
 /// Cobra's claims contradict the history among `readers`: a read whose value hash differs from
-/// the hash its write recorded or that names another writer, or two reads of one key's initial version (by the same write id)
-/// with different hashes, since that version holds one value.
+/// the hash its write recorded or that names another writer, or two reads of one key's
+/// initial version (by the same write id) with different hashes, since that version holds one
+/// value.
 fn garbage_read(f: &Facts, readers: &[TxnId]) -> bool {
     let h = f.h;
     let Some(c) = &h.cobra else { return false };

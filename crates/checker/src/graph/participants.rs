@@ -82,8 +82,7 @@ pub(crate) fn participants(
             });
         }
     }
-    let txn_of = |o: u32| h.txn_ops.partition_point(|&s| s <= o) - 1;
-    if let Some((op, problem)) = krait_history::initial_claim_problem(h, |o| inc[txn_of(o)]) {
+    if let Some((op, problem)) = krait_history::initial_claim_problem(h, &inc) {
         return Err(Finding::ReadProblem { op, problem });
     }
     let mut node_txn = Vec::new();

@@ -101,18 +101,8 @@ impl Online {
             st.time = t0.elapsed();
             return Ok(Some(st));
         }
-        // Unknown-outcome transactions someone read from have committed: keep them in, still
-        // without a commit point in their session (their readers may be collected later).
-        // Those only assumed committed stay undecided: a later round tries every set again.
-        let assumed = fin.as_ref().map_or(&[][..], |f| &f.assumed[..]);
-        for (t, &id) in txn_slab.iter().enumerate() {
-            let l = self.slab[id as usize].as_mut().unwrap();
-            if l.t.status == TxnStatus::Unknown
-                && fin.as_ref().is_some_and(|f| f.b.txn_node[t] != NONE)
-                && !assumed.contains(&(t as TxnId))
-            {
-                l.read_unknown = true;
-            }
+        if let Some(f) = &fin {
+            self.mark_read_unknown(f, &txn_slab);
         }
         st.epoch_agree = agree;
         st.gc_held = self.gc_hold();
@@ -247,6 +237,22 @@ impl Online {
         })
     }
 
+    /// Unknown-outcome transactions someone read from have committed: kept in from now on,
+    /// still without a commit point in their session (their readers may be collected later).
+    /// Those the ACCEPT only assumed committed stay undecided: a later round tries every set
+    /// again.
+    fn mark_read_unknown(&mut self, fin: &crate::pipeline::Final, txn_slab: &[u32]) {
+        for (t, &id) in txn_slab.iter().enumerate() {
+            if fin.b.txn_node[t] == NONE || fin.assumed.contains(&(t as TxnId)) {
+                continue;
+            }
+            let l = self.slab[id as usize].as_mut().unwrap();
+            if l.t.status == TxnStatus::Unknown {
+                l.read_unknown = true;
+            }
+        }
+    }
+
     /// With repeated values: whether collection must wait, because the round's ACCEPT took a
     /// transaction of unknown outcome as committed without a read that shows it did (another
     /// set may serve a later round), or because a live one that writes has not been shown
@@ -261,20 +267,23 @@ impl Online {
                 fin.assumed.len()
             ));
         }
-        if self.repeated && self.initial.is_some() {
+        // Unique values: a read names its writer for good, and nothing here applies (nor is
+        // the slab scanned, every round).
+        if !self.repeated {
+            return None;
+        }
+        if self.initial.is_some() {
             return Some("the initial value is also written (deletes, or a write of the initial value): a read of it may have read the initial state".into());
         }
         let open = self.slab.iter().flatten().find(|l| {
             l.t.status == TxnStatus::Unknown
                 && !l.read_unknown
                 && l.t.ops.iter().any(|o| o.0 == OpKind::Write)
-        });
-        open.filter(|_| self.repeated).map(|l| {
-            format!(
-                "T{}, of unknown outcome, may yet be read (values repeat)",
-                l.t.ext
-            )
-        })
+        })?;
+        Some(format!(
+            "T{}, of unknown outcome, may yet be read (values repeat)",
+            open.t.ext
+        ))
     }
 
     /// Whether a live transaction's reads are left out of this round (repeated values only):

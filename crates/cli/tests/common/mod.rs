@@ -1,4 +1,4 @@
-//! Shared by the CLI's tests: a PostgreSQL database of the test's own, NATS streams, reading
+//! Shared by the CLI's tests: a PostgreSQL database of the test's own, a small disk to fill, NATS streams, reading
 //! numbers out of the printed lines.
 #![allow(dead_code)]
 
@@ -54,5 +54,37 @@ impl TempPg {
 impl Drop for TempPg {
     fn drop(&mut self) {
         self.exec(&format!("DROP DATABASE IF EXISTS {}", self.name));
+    }
+}
+
+/// A small tmpfs at `dir` for a test that fills a disk (mounting needs root), unmounted and
+/// removed when dropped; None where it cannot be mounted, said as skipped.
+pub struct SmallDisk(pub std::path::PathBuf);
+
+impl SmallDisk {
+    pub fn mount(dir: std::path::PathBuf, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if mounted {
+            return Some(SmallDisk(dir));
+        }
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: cannot mount a small tmpfs here"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        None
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -315,19 +315,16 @@ pub fn claim_problem(
 }
 
 /// Cobra: the first read of a key's initial version whose value hash differs from that of an
-/// earlier read of it, among the reads `counts` takes (those of transactions that take part).
-/// The initial version and the absent row are told apart by the write id each read names
-/// (`0xbebeebee`, `0xdeadbeef`), so each is compared only with its own kind.
-pub fn initial_claim_problem(
-    h: &History,
-    counts: impl Fn(OpId) -> bool,
-) -> Option<(OpId, ReadProblem)> {
+/// earlier read of it, among the reads of transactions that take part (`takes_part`, per
+/// transaction). The initial version and the absent row are told apart by the write id each
+/// read names (`0xbebeebee`, `0xdeadbeef`), so each is compared only with its own kind.
+pub fn initial_claim_problem(h: &History, takes_part: &[bool]) -> Option<(OpId, ReadProblem)> {
     let c = h.cobra.as_ref()?;
     let mut first: crate::fxhash::FxHashMap<(KeyId, u64), (u64, OpId)> = Default::default();
-    for o in (0..h.num_ops()).filter(|&o| h.op_kind[o] == OpKind::ReadInit) {
-        if !counts(o as OpId) {
-            continue;
-        }
+    let ops = (0..h.num_txns() as TxnId)
+        .filter(|&t| takes_part[t as usize])
+        .flat_map(|t| h.ops(t));
+    for o in ops.filter(|&o| h.op_kind[o] == OpKind::ReadInit) {
         let hash = c.get(h, o).0;
         let (earlier, earlier_op) = *first
             .entry((h.op_key[o], h.op_value[o]))
