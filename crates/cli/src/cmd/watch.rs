@@ -191,6 +191,76 @@ impl WatchArgs {
     }
 }
 
+/// Where a watch starts: its feed, its checker, and what they had taken in already.
+struct Start {
+    follower: Feed,
+    on: Online,
+    txns: u64,
+    session_ids: Vec<u32>,
+}
+
+/// A watch going on from its checkpoint (`head`, `saved`), refused if saved another way.
+fn resume(
+    w: &WatchArgs,
+    opts: OnlineOptions,
+    head: &super::checkpoint::Header,
+    saved: Saved,
+) -> anyhow::Result<Start> {
+    let a = &w.check;
+    let on = Online::restore(opts, &saved.online)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", w.checkpoint.as_ref().unwrap().display()))?;
+    if on.repeated_values() != w.repeated_values {
+        anyhow::bail!(
+            "{}: saved {} --repeated-values; restart the watch the same way (what was collected depends on it)",
+            w.checkpoint.as_ref().unwrap().display(),
+            if on.repeated_values() { "with" } else { "without" }
+        );
+    }
+    let f = crate::stream::StreamFollower::resume(&a.path, saved.follower)?;
+    if !a.json {
+        eprintln!(
+            "resuming after round {} at stream record {}: {} transactions taken in, {} held, {} garbage-collected",
+            head.round,
+            head.record,
+            saved.txns,
+            on.live() + on.waiting(),
+            on.deleted_total()
+        );
+    }
+    Ok(Start {
+        follower: Feed::Stream(Box::new(f)),
+        on,
+        txns: saved.txns,
+        session_ids: saved.session_ids,
+    })
+}
+
+/// A watch from the start of its stream or logs (waiting for the logs to appear).
+fn fresh(
+    w: &WatchArgs,
+    opts: OnlineOptions,
+    is_stream: bool,
+    fmt: Option<StreamFormat>,
+) -> anyhow::Result<Start> {
+    let a = &w.check;
+    let follower = if is_stream {
+        Feed::Stream(Box::new(crate::stream::StreamFollower::new(&a.path)?))
+    } else {
+        wait_for(&a.path, w)?;
+        Feed::Files(Follower::new(&a.path, fmt)?)
+    };
+    let mut on = Online::new(opts);
+    if w.repeated_values {
+        on.allow_repeated_values();
+    }
+    Ok(Start {
+        follower,
+        on,
+        txns: 0,
+        session_ids: Vec::new(),
+    })
+}
+
 /// Logs still being written, followed until they stop growing (or forever).
 pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
     let a = &w.check;
@@ -226,48 +296,14 @@ pub fn run(w: &WatchArgs) -> anyhow::Result<ExitCode> {
         Some(c) => c.load()?,
         None => None,
     };
-    let mut txns = 0u64;
-    let mut session_ids: Vec<u32> = Vec::new();
-    let (mut follower, mut on) = match resumed {
-        Some((head, saved)) => {
-            let on = Online::restore(opts, &saved.online).map_err(|e| {
-                anyhow::anyhow!("{}: {e}", w.checkpoint.as_ref().unwrap().display())
-            })?;
-            if on.repeated_values() != w.repeated_values {
-                anyhow::bail!(
-                    "{}: saved {} --repeated-values; restart the watch the same way (what was collected depends on it)",
-                    w.checkpoint.as_ref().unwrap().display(),
-                    if on.repeated_values() { "with" } else { "without" }
-                );
-            }
-            let f = crate::stream::StreamFollower::resume(&a.path, saved.follower)?;
-            txns = saved.txns;
-            session_ids = saved.session_ids;
-            if !a.json {
-                eprintln!(
-                    "resuming after round {} at stream record {}: {} transactions taken in, {} held, {} garbage-collected",
-                    head.round,
-                    head.record,
-                    txns,
-                    on.live() + on.waiting(),
-                    on.deleted_total()
-                );
-            }
-            (Feed::Stream(Box::new(f)), on)
-        }
-        None => {
-            let follower = if is_stream {
-                Feed::Stream(Box::new(crate::stream::StreamFollower::new(&a.path)?))
-            } else {
-                wait_for(&a.path, w)?;
-                Feed::Files(Follower::new(&a.path, fmt)?)
-            };
-            let mut on = Online::new(opts);
-            if w.repeated_values {
-                on.allow_repeated_values();
-            }
-            (follower, on)
-        }
+    let Start {
+        mut follower,
+        mut on,
+        mut txns,
+        mut session_ids,
+    } = match resumed {
+        Some((head, saved)) => resume(w, opts, &head, saved)?,
+        None => fresh(w, opts, is_stream, fmt)?,
     };
     on.min_sessions = w.sessions;
     on.set_cobra_claims(matches!(&follower, Feed::Files(f) if f.format == StreamFormat::Cobra));
